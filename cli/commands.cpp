@@ -1,0 +1,298 @@
+// ktune subcommands: devices, tune, query, check, explain.
+#include "cli/commands.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/table.hpp"
+#include "db/database.hpp"
+#include "ktune/ktune.hpp"
+#include "runtime/device.hpp"
+#include "runtime/nvrtc.hpp"
+#include "runtime/util.hpp"
+#include "templates/elementwise.hpp"
+#include "templates/family.hpp"
+#include "tuner/space.hpp"
+#include "tuner/thread_pool.hpp"
+#include "tuner/tuner.hpp"
+
+namespace ktune::cli {
+
+std::string Common::resolved_db() const { return db.empty() ? database_default_path() : db; }
+
+namespace {
+
+std::string metric_text(double v, const std::string& unit) {
+  return fixed(v, unit == "TFLOPS" ? 2 : 1) + " " + unit;
+}
+
+Problem build_problem(const ProblemArgs& a) {
+  if (a.family == "elementwise") {
+    ElementwiseOp op = a.op == "add"            ? ElementwiseOp::kAdd
+                       : a.op == "complex_copy" ? ElementwiseOp::kComplexCopy
+                                                : ElementwiseOp::kCopy;
+    Problem p = elementwise_problem(op, a.dtype, parse_size(a.n, "--n"), a.align);
+    find_family("elementwise").validate(p);
+    return p;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown family '" + a.family + "'");
+}
+
+}  // namespace
+
+int cmd_devices(const Common&) {
+  int count = device_count();
+  Table t({"#", "name", "arch", "SMs", "memory", "L2", "driver", "uuid"});
+  for (int i = 0; i < count; ++i) {
+    Device d(i);
+    const auto& info = d.info();
+    t.add({std::to_string(i), info.name, info.limits.arch(), std::to_string(info.limits.sm_count),
+           format_bytes(static_cast<double>(info.total_memory)),
+           format_bytes(static_cast<double>(info.limits.l2_bytes)),
+           std::to_string(info.driver_version / 1000) + "." +
+               std::to_string(info.driver_version % 1000 / 10),
+           info.uuid});
+  }
+  t.print(std::cout);
+  return kExitOk;
+}
+
+int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targs) {
+  // Problems first: bad arguments are reported before anything touches the GPU or the database.
+  std::vector<std::pair<const Family*, Problem>> problems;
+  if (targs.defaults) {
+    for (const Family* f : all_families())
+      for (const auto& p : f->default_problems()) problems.emplace_back(f, p);
+  } else {
+    problems.emplace_back(&find_family(args.family), build_problem(args));
+  }
+  Device device(common.device);
+  Database db(common.resolved_db());
+  if (!common.quiet)
+    std::cerr << "ktune: tuning on " << device.info().identity() << " into " << db.path() << "\n";
+
+  TuneOptions options;
+  options.strategy = targs.strategy;
+  options.seed = targs.seed;
+  options.max_evals = targs.max_evals;
+  options.max_seconds = targs.max_seconds;
+  options.compile_threads = targs.jobs;
+  options.timing.repeats = targs.repeats;
+  options.timing.warmup = targs.warmup;
+  options.progress = !common.quiet;
+
+  Table table({"family", "problem", "strategy", "space", "evaluated", "ok", "failed", "seconds",
+               "best", "config"});
+  bool any_ok = false;
+  for (const auto& [family, problem] : problems) {
+    TuneSummary s = tune(db, device, *family, problem, options);
+    if (!common.quiet) {
+      std::cerr << "ktune: " << family->name() << " " << s.problem << ": " << s.evaluated
+                << " evaluated (" << s.ok << " ok, " << s.failed << " failed), " << s.already_done
+                << " from earlier runs; stopped: " << s.stop_reason << "; " << fixed(s.seconds, 1)
+                << " s, GPU waited on compiles " << fixed(s.gpu_wait_seconds, 1) << " s\n";
+      if (s.crashed_recovered)
+        std::cerr << "ktune: " << s.crashed_recovered
+                  << " candidate(s) left in flight by an earlier run recorded as crashed\n";
+    }
+    any_ok |= s.best.has_value();
+    table.add({family->name(), s.problem, s.strategy, std::to_string(s.space_size),
+               std::to_string(s.evaluated), std::to_string(s.ok), std::to_string(s.failed),
+               fixed(s.seconds, 1), s.best ? metric_text(s.best->metric, s.best->unit) : "-",
+               s.best ? s.best->config : "-"});
+    if (s.stop_reason.rfind("context lost", 0) == 0) {
+      table.print(std::cout);
+      std::cerr << "ktune: the CUDA context was lost to a faulting candidate; run the same command "
+                   "again to resume\n";
+      return kExitError;
+    }
+  }
+  table.print(std::cout);
+  return any_ok ? kExitOk : kExitFailed;
+}
+
+int cmd_query(const Common& common, const std::string& family, const std::string& problem, bool all,
+              bool json) {
+  if (!family.empty()) find_family(family);  // a typo gets a clear error, not an empty table
+  Database db(common.resolved_db(), Database::Mode::kReadOnly);
+  std::vector<ResultRecord> rows;
+  if (all) {
+    ResultFilter f;
+    f.family = family;
+    f.problem = problem;
+    rows = db.results(f);
+  } else {
+    for (const Family* fam : all_families()) {
+      if (!family.empty() && fam->name() != family) continue;
+      for (auto& r : db.best_results(fam->name(), fam->template_hash()))
+        if (problem.empty() || r.problem == problem) rows.push_back(std::move(r));
+    }
+  }
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows) {
+      out.push_back({{"device", r.device.identity()},
+                     {"family", r.family},
+                     {"template_hash", r.template_hash},
+                     {"problem", r.problem},
+                     {"config", r.config},
+                     {"status", r.status},
+                     {"time_median_ms", r.time_median_ms},
+                     {"time_min_ms", r.time_min_ms},
+                     {"time_max_ms", r.time_max_ms},
+                     {"repeats", r.repeats},
+                     {"metric", r.metric},
+                     {"unit", r.unit},
+                     {"registers", r.registers},
+                     {"spill_bytes", r.spill_bytes},
+                     {"origin", r.origin},
+                     {"created_at", r.created_at},
+                     {"message", r.message}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (rows.empty()) {
+    std::cout << "no " << (all ? "results" : "tuned results for the current templates") << " in "
+              << db.path()
+              << (all ? "" : " (ktune query --all lists every row, stale ones included)") << "\n";
+    return kExitOk;
+  }
+  Table t({"device", "family", "problem", "status", "median ms", "figure", "config", "origin"});
+  for (const auto& r : rows)
+    t.add({r.device.identity(), r.family, r.problem, r.status,
+           r.status == "ok" ? fixed(r.time_median_ms, 4) : "-",
+           r.status == "ok" ? metric_text(r.metric, r.unit) : "-", r.config, r.origin});
+  t.print(std::cout);
+  return kExitOk;
+}
+
+int cmd_check(const std::string& arch, const std::string& family_name, unsigned jobs,
+              bool verbose) {
+  int cc = 0;
+  if (arch.size() < 5 || arch.rfind("sm_", 0) != 0 || (cc = std::atoi(arch.c_str() + 3)) < 50 ||
+      std::to_string(cc) != arch.substr(3))
+    throw Error(ErrorCode::kInvalidArgument,
+                "--arch: '" + arch + "' is not an architecture such as sm_90");
+  const DeviceLimits limits = DeviceLimits::for_arch(cc / 10, cc % 10);
+  auto t0 = std::chrono::steady_clock::now();
+  ThreadPool pool(jobs);
+  Table summary({"family", "problem", "configs", "kernels", "failed", "spilling", "max regs",
+                 "usable configs"});
+  Table detail({"family", "kernel", "regs", "smem", "spill bytes", "status"});
+  bool any_failed = false;
+  constexpr std::size_t kBatch = 24;  // name expressions per NVRTC program
+
+  for (const Family* family : all_families()) {
+    if (!family_name.empty() && family->name() != family_name) continue;
+    for (const Problem& problem : family->check_problems()) {
+      SearchSpace space(*family, problem, limits);
+      std::map<std::string, std::vector<const Config*>> by_name;
+      for (const auto& c : space.configs())
+        for (const auto& n : family->name_expressions(c, problem)) by_name[n].push_back(&c);
+      std::vector<std::string> names;
+      for (const auto& [n, _] : by_name) names.push_back(n);
+
+      struct Outcome {
+        std::optional<FunctionResources> res;
+        std::string error;
+      };
+      auto compile_batch = [&, family, problem](std::vector<std::string> batch) {
+        std::map<std::string, Outcome> out;
+        CompileRequest r = family->compile_request(*by_name.at(batch[0]).front(), problem, arch);
+        r.name_expressions = batch;
+        try {
+          CompileResult c = compile(r);
+          for (std::size_t i = 0; i < batch.size(); ++i) out[batch[i]].res = c.resources[i];
+        } catch (const Error& e) {
+          if (batch.size() == 1) {
+            out[batch[0]].error = std::string(e.what()) + "\n" + e.details();
+          } else {
+            // Find which kernels fail: compile each alone.
+            for (const auto& n : batch) {
+              CompileRequest one = r;
+              one.name_expressions = {n};
+              try {
+                out[n].res = compile(one).resources[0];
+              } catch (const Error& e1) {
+                out[n].error = std::string(e1.what()) + "\n" + e1.details();
+              }
+            }
+          }
+        }
+        return out;
+      };
+      std::vector<std::future<std::map<std::string, Outcome>>> futures;
+      for (std::size_t i = 0; i < names.size(); i += kBatch)
+        futures.push_back(pool.submit([&, i] {
+          return compile_batch(std::vector<std::string>(
+              names.begin() + i, names.begin() + std::min(names.size(), i + kBatch)));
+        }));
+      std::map<std::string, Outcome> outcomes;
+      for (auto& f : futures) outcomes.merge(f.get());
+
+      int failed = 0, spilling = 0, max_regs = 0;
+      std::size_t usable = 0;
+      for (const auto& [name, outcome] : outcomes) {
+        if (!outcome.res) {
+          ++failed;
+          std::cerr << "ktune check: " << family->name() << " " << name << " failed to compile:\n"
+                    << outcome.error << "\n";
+          detail.add({family->name(), name, "-", "-", "-", "compile error"});
+          continue;
+        }
+        const FunctionResources& r = *outcome.res;
+        max_regs = std::max(max_regs, r.registers);
+        if (r.spills()) ++spilling;
+        for (const Config* c : by_name.at(name))
+          if (family->reject_compiled(*c, problem, limits, r).empty()) ++usable;
+        detail.add({family->name(), name, std::to_string(r.registers),
+                    std::to_string(r.smem_static), std::to_string(r.spill_stores + r.spill_loads),
+                    r.spills() ? "spills" : "ok"});
+      }
+      any_failed |= failed > 0;
+      summary.add({family->name(), problem.key(), std::to_string(space.size()),
+                   std::to_string(names.size()), std::to_string(failed), std::to_string(spilling),
+                   std::to_string(max_regs), std::to_string(usable)});
+    }
+  }
+  if (summary.empty())
+    throw Error(ErrorCode::kInvalidArgument, "--family: unknown family '" + family_name + "'");
+  if (verbose) {
+    detail.print(std::cout);
+    std::cout << "\n";
+  }
+  summary.print(std::cout);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "\ncompiled for " << arch << " with NVRTC " << nvrtc_version() << " in "
+            << fixed(seconds, 1) << " s: " << (any_failed ? "FAILED" : "all kernels compile")
+            << "\n";
+  return any_failed ? kExitFailed : kExitOk;
+}
+
+int cmd_explain(const Common& common, const std::string& family, const std::string& problem) {
+  // The problem is checked before the GPU is touched, so a typo is a usage error everywhere.
+  find_family(family).validate(Problem::parse(family, problem));
+  Options options;
+  options.database = common.resolved_db();
+  options.device = common.device;
+  Runtime runtime(options);
+  Choice c = runtime.explain(family, problem);
+  Table t({"field", "value"});
+  t.add({"family", c.family});
+  t.add({"problem", c.problem});
+  t.add({"answered by", std::string(to_string(c.step))});
+  t.add({"config", c.config});
+  if (!c.tuned_problem.empty()) t.add({"tuned problem", c.tuned_problem});
+  if (!c.device.empty()) t.add({"measured on", c.device});
+  if (c.measured) t.add({"measured", metric_text(*c.measured, c.unit)});
+  t.print(std::cout);
+  return kExitOk;
+}
+
+}  // namespace ktune::cli

@@ -1,0 +1,56 @@
+// The ktune subcommands; each returns the process exit code (see exit_codes below).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ktune::cli {
+
+// Documented exit codes of the ktune command.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailed = 1,    // the command ran and found a failure (compile error, wrong result)
+  kExitUsage = 2,     // bad arguments: the message names the argument
+  kExitNoDevice = 3,  // no CUDA driver or no CUDA device
+  kExitDatabase = 4,  // the database could not be opened, read or written
+  kExitError = 5,     // any other error (CUDA, compile, internal)
+};
+
+struct Common {
+  std::string db;  // empty: default path
+  int device = 0;
+  bool quiet = false;
+  std::string resolved_db() const;
+};
+
+struct ProblemArgs {
+  std::string family;
+  // elementwise
+  std::string op = "copy";
+  std::string dtype = "f32";
+  std::string n = "256M";
+  int align = 16;
+};
+
+struct TuneArgs {
+  std::string strategy = "auto";
+  std::uint64_t seed = 1;
+  std::size_t max_evals = 400;
+  double max_seconds = 0;
+  int repeats = 20;
+  int warmup = 3;
+  unsigned jobs = 0;
+  bool defaults = false;  // tune every family's default problems
+};
+
+int cmd_devices(const Common& common);
+int cmd_tune(const Common& common, const ProblemArgs& problem, const TuneArgs& tune);
+int cmd_query(const Common& common, const std::string& family, const std::string& problem, bool all,
+              bool json);
+int cmd_check(const std::string& arch, const std::string& family, unsigned jobs, bool verbose);
+int cmd_explain(const Common& common, const std::string& family, const std::string& problem);
+int cmd_bench(const Common& common, const std::string& family, const std::string& n,
+              const std::string& csv, int repeats);
+
+}  // namespace ktune::cli

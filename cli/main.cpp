@@ -1,0 +1,199 @@
+// The ktune command: argument parsing (CLI11) and the error boundary (message + exit code).
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "ktune/error.hpp"
+
+#ifndef KTUNE_VERSION
+#define KTUNE_VERSION "dev"
+#endif
+
+using namespace ktune::cli;
+
+namespace {
+
+const char* const kExitCodes =
+    "Exit codes: 0 ok, 1 a check or verification failed, 2 bad arguments, 3 no CUDA driver or "
+    "device,\n"
+    "4 database error, 5 other error (CUDA, compile, internal).\n"
+    "Database: --db, else $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db "
+    "(~/.cache/ktune/tuning.db).";
+
+void add_common(CLI::App* app, Common& common, bool with_device = true) {
+  app->add_option("--db", common.db,
+                  "tuning database file (default: $KTUNE_DB or the cache directory)");
+  if (with_device)
+    app->add_option("--device", common.device, "CUDA device ordinal")
+        ->check(CLI::NonNegativeNumber);
+}
+
+void add_elementwise_options(CLI::App* app, ProblemArgs& p) {
+  app->add_option("--op", p.op, "operation")
+      ->check(CLI::IsMember({"copy", "add", "complex_copy"}))
+      ->capture_default_str();
+  app->add_option("--dtype", p.dtype, "element type")
+      ->check(CLI::IsMember({"f32", "f64"}))
+      ->capture_default_str();
+  app->add_option("--n", p.n, "number of elements; K, M, G suffixes are powers of 2 (1G = 2^30)")
+      ->capture_default_str();
+  app->add_option("--align", p.align, "alignment class of the pointers in bytes")
+      ->check(CLI::IsMember({4, 8, 16}))
+      ->capture_default_str();
+}
+
+void add_tune_options(CLI::App* app, TuneArgs& t) {
+  app->add_option("--strategy", t.strategy,
+                  "search strategy: auto (exhaustive when the space fits --max-evals, "
+                  "else random), exhaustive, random")
+      ->check(CLI::IsMember({"auto", "exhaustive", "random"}))
+      ->capture_default_str();
+  app->add_option("--seed", t.seed, "seed of the strategy and of the random inputs")
+      ->capture_default_str();
+  app->add_option("--max-evals", t.max_evals, "evaluations at most in this run (0: no limit)")
+      ->capture_default_str();
+  app->add_option("--max-seconds", t.max_seconds, "wall time budget of this run (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--repeats", t.repeats, "timed runs per candidate (median reported)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app->add_option("--warmup", t.warmup, "untimed runs before timing")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "ktune: autotuned CUDA kernels (GEMM, histogram, elementwise) generated with NVRTC.\n"
+      "Tune once per GPU, then link ktune::ktune and get the tuned kernels.",
+      "ktune"};
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", KTUNE_VERSION);
+  app.require_subcommand(1);
+
+  Common common;
+  ProblemArgs problem;
+  TuneArgs tune;
+
+  auto* devices = app.add_subcommand("devices", "list the CUDA devices of this machine");
+
+  auto* tune_cmd =
+      app.add_subcommand("tune",
+                         "tune problems into the database; with no family, tune the default "
+                         "problems of every family and print the result table");
+  add_common(tune_cmd, common);
+  add_tune_options(tune_cmd, tune);
+  tune_cmd->footer(kExitCodes);
+  auto* tune_ew =
+      tune_cmd->add_subcommand("elementwise", "tune copy / add / complex_copy for one size");
+  add_elementwise_options(tune_ew, problem);
+  tune_cmd->require_subcommand(0, 1);
+
+  std::string query_family, query_problem;
+  bool query_all = false, query_json = false;
+  auto* query =
+      app.add_subcommand("query", "show the best tuned configuration per device and problem");
+  add_common(query, common, false);
+  query->add_option("--family", query_family, "only this family");
+  query->add_option("--problem", query_problem, "only this problem key (as printed)");
+  query->add_flag("--all", query_all,
+                  "every evaluated candidate with its status, not only the best");
+  query->add_flag("--json", query_json, "print JSON instead of a table");
+
+  std::string check_arch = "sm_90", check_family;
+  unsigned check_jobs = 0;
+  bool check_verbose = false;
+  auto* check =
+      app.add_subcommand("check",
+                         "compile every variant of every family for an architecture with NVRTC "
+                         "(no GPU needed); report registers and spills; exit 1 on any failure");
+  check->add_option("--arch", check_arch, "target architecture, e.g. sm_90")->capture_default_str();
+  check->add_option("--family", check_family, "only this family");
+  check->add_option("--jobs", check_jobs, "compile threads (0: one per core)");
+  check->add_flag("--verbose,-v", check_verbose, "one line per kernel");
+
+  std::string explain_family, explain_problem;
+  auto* explain =
+      app.add_subcommand("explain", "which configuration a problem gets, from which lookup step");
+  add_common(explain, common);
+  explain->add_option("family", explain_family, "family name")->required();
+  explain
+      ->add_option("problem", explain_problem,
+                   "problem key, e.g. 'align=16;dtype=f32;n=1048576;op=copy'")
+      ->required();
+
+  std::string bench_family, bench_n = "256M", bench_csv;
+  int bench_repeats = 30;
+  auto* bench =
+      app.add_subcommand("bench",
+                         "time the runtime's tuned kernels against the anchors in the same run "
+                         "(cudaMemcpy for elementwise)");
+  add_common(bench, common);
+  bench->add_option("family", bench_family, "family to benchmark")
+      ->required()
+      ->check(CLI::IsMember({"elementwise"}));
+  bench->add_option("--n", bench_n, "elements of f32 per array (default 256M = 1 GiB)")
+      ->capture_default_str();
+  bench->add_option("--csv", bench_csv, "also write the rows to this CSV file");
+  bench->add_option("--repeats", bench_repeats, "timed runs per row")
+      ->check(CLI::Range(20, 100000))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    // A misspelt command reaches CLI11 as a missing subcommand; name the word the user typed.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty())
+      message = "unknown command '" + std::string(argv[1]) +
+                "' (devices, tune, query, check, explain, bench)";
+    std::cerr << "ktune: " << message
+              << "\nRun 'ktune --help' (or 'ktune <command> --help') for usage.\n";
+    return kExitUsage;
+  }
+
+  try {
+    if (devices->parsed()) return cmd_devices(common);
+    if (tune_cmd->parsed()) {
+      if (tune_ew->parsed()) {
+        problem.family = "elementwise";
+      } else {
+        tune.defaults = true;
+      }
+      return cmd_tune(common, problem, tune);
+    }
+    if (query->parsed())
+      return cmd_query(common, query_family, query_problem, query_all, query_json);
+    if (check->parsed()) return cmd_check(check_arch, check_family, check_jobs, check_verbose);
+    if (explain->parsed()) return cmd_explain(common, explain_family, explain_problem);
+    if (bench->parsed()) return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats);
+  } catch (const ktune::Error& e) {
+    std::cerr << "ktune: " << e.what() << "\n";
+    if (!e.details().empty()) std::cerr << e.details() << "\n";
+    switch (e.code()) {
+      case ktune::ErrorCode::kInvalidArgument:
+        return kExitUsage;
+      case ktune::ErrorCode::kNoDriver:
+      case ktune::ErrorCode::kNoDevice:
+        return kExitNoDevice;
+      case ktune::ErrorCode::kDatabase:
+        return kExitDatabase;
+      default:
+        return kExitError;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "ktune: " << e.what() << "\n";
+    return kExitError;
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,649 @@
+// SQLite schema, migrations and queries for tuning results; each write is its own short
+// BEGIN IMMEDIATE transaction so concurrent tuners and a killed process lose nothing committed.
+#include "db/database.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "ktune/error.hpp"
+#include "runtime/util.hpp"
+
+namespace ktune {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 30000;
+
+// Schema of each version, applied in order; a migration never rewrites an earlier step.
+const char* const kMigrations[] = {
+    // v1
+    R"sql(
+CREATE TABLE devices(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  cc_major INTEGER NOT NULL,
+  cc_minor INTEGER NOT NULL,
+  sm_count INTEGER NOT NULL,
+  uuid TEXT,
+  driver_version INTEGER,
+  clock_khz INTEGER,
+  memory_clock_khz INTEGER,
+  total_memory INTEGER,
+  first_seen TEXT NOT NULL,
+  UNIQUE(name, cc_major, cc_minor, sm_count));
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  family TEXT NOT NULL,
+  template_hash TEXT NOT NULL,
+  problem TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  budget TEXT,
+  status TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT);
+CREATE TABLE results(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER REFERENCES runs(id),
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  family TEXT NOT NULL,
+  template_hash TEXT NOT NULL,
+  problem TEXT NOT NULL,
+  config TEXT NOT NULL,
+  status TEXT NOT NULL,
+  time_min_ms REAL,
+  time_median_ms REAL,
+  time_max_ms REAL,
+  repeats INTEGER,
+  metric REAL,
+  unit TEXT,
+  registers INTEGER,
+  spill_bytes INTEGER,
+  smem_bytes INTEGER,
+  compile_ms REAL,
+  message TEXT,
+  origin TEXT NOT NULL DEFAULT 'tuned',
+  tool_version TEXT,
+  nvrtc_version TEXT,
+  driver_version INTEGER,
+  created_at TEXT NOT NULL,
+  UNIQUE(device_id, family, template_hash, problem, config));
+CREATE INDEX results_by_problem ON results(family, template_hash, problem, status);
+CREATE TABLE binaries(
+  key TEXT PRIMARY KEY,
+  arch TEXT NOT NULL,
+  lowered_names TEXT NOT NULL,
+  resources TEXT NOT NULL,
+  cubin BLOB NOT NULL,
+  created_at TEXT NOT NULL);
+)sql",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::kSchemaVersion);
+
+const char* const kResultColumns =
+    "r.id, r.run_id, r.device_id, r.family, r.template_hash, r.problem, r.config, r.status, "
+    "r.time_min_ms, r.time_median_ms, r.time_max_ms, r.repeats, r.metric, r.unit, r.registers, "
+    "r.spill_bytes, r.smem_bytes, r.compile_ms, r.message, r.origin, r.tool_version, "
+    "r.nvrtc_version, r.driver_version, r.created_at, d.name, d.cc_major, d.cc_minor, d.sm_count, "
+    "d.uuid, d.driver_version";
+
+ResultRecord read_result(SQLite::Statement& q) {
+  ResultRecord r;
+  int i = 0;
+  auto text = [&](int c) {
+    return q.getColumn(c).isNull() ? std::string() : q.getColumn(c).getString();
+  };
+  r.id = q.getColumn(i++).getInt64();
+  r.run_id = q.getColumn(i++).getInt64();
+  r.device_id = q.getColumn(i++).getInt64();
+  r.family = text(i++);
+  r.template_hash = text(i++);
+  r.problem = text(i++);
+  r.config = text(i++);
+  r.status = text(i++);
+  r.time_min_ms = q.getColumn(i++).getDouble();
+  r.time_median_ms = q.getColumn(i++).getDouble();
+  r.time_max_ms = q.getColumn(i++).getDouble();
+  r.repeats = q.getColumn(i++).getInt();
+  r.metric = q.getColumn(i++).getDouble();
+  r.unit = text(i++);
+  r.registers = q.getColumn(i).isNull() ? -1 : q.getColumn(i).getInt();
+  ++i;
+  r.spill_bytes = q.getColumn(i++).getInt();
+  r.smem_bytes = q.getColumn(i++).getInt();
+  r.compile_ms = q.getColumn(i++).getDouble();
+  r.message = text(i++);
+  r.origin = text(i++);
+  r.tool_version = text(i++);
+  r.nvrtc_version = text(i++);
+  r.driver_version = q.getColumn(i++).getInt();
+  r.created_at = text(i++);
+  r.device.id = r.device_id;
+  r.device.name = text(i++);
+  r.device.cc_major = q.getColumn(i++).getInt();
+  r.device.cc_minor = q.getColumn(i++).getInt();
+  r.device.sm_count = q.getColumn(i++).getInt();
+  r.device.uuid = text(i++);
+  r.device.driver_version = q.getColumn(i++).getInt();
+  return r;
+}
+
+void bind_result(SQLite::Statement& q, const ResultRecord& r) {
+  auto opt_int = [&](const char* name, std::int64_t v) {
+    if (v)
+      q.bind(name, static_cast<std::int64_t>(v));
+    else
+      q.bind(name);  // NULL
+  };
+  opt_int(":run_id", r.run_id);
+  q.bind(":device_id", static_cast<std::int64_t>(r.device_id));
+  q.bind(":family", r.family);
+  q.bind(":template_hash", r.template_hash);
+  q.bind(":problem", r.problem);
+  q.bind(":config", r.config);
+  q.bind(":status", r.status);
+  q.bind(":tmin", r.time_min_ms);
+  q.bind(":tmed", r.time_median_ms);
+  q.bind(":tmax", r.time_max_ms);
+  q.bind(":repeats", r.repeats);
+  q.bind(":metric", r.metric);
+  q.bind(":unit", r.unit);
+  if (r.registers >= 0)
+    q.bind(":registers", r.registers);
+  else
+    q.bind(":registers");
+  q.bind(":spill", r.spill_bytes);
+  q.bind(":smem", r.smem_bytes);
+  q.bind(":compile_ms", r.compile_ms);
+  q.bind(":message", r.message);
+  q.bind(":origin", r.origin.empty() ? std::string("tuned") : r.origin);
+  q.bind(":tool_version", r.tool_version);
+  q.bind(":nvrtc_version", r.nvrtc_version);
+  q.bind(":driver_version", r.driver_version);
+  q.bind(":created_at", r.created_at.empty() ? utc_now() : r.created_at);
+}
+
+}  // namespace
+
+std::string DeviceRecord::identity() const {
+  return name + " | sm_" + std::to_string(cc_major * 10 + cc_minor) + " | " +
+         std::to_string(sm_count) + " SMs";
+}
+
+std::string database_default_path() {
+  if (const char* p = std::getenv("KTUNE_DB"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return (fs::path(x) / "ktune" / "tuning.db").string();
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return (fs::path(h) / ".cache" / "ktune" / "tuning.db").string();
+  return "ktune-tuning.db";
+}
+
+void Database::fail(const std::string& what, const std::exception& e) const {
+  std::string message = "database " + path_ + ": " + what + ": " + e.what();
+  if (const auto* se = dynamic_cast<const SQLite::Exception*>(&e)) {
+    int code = se->getErrorCode() & 0xff;
+    if (code == SQLITE_NOTADB)
+      message = "database " + path_ + ": the file is not a SQLite database";
+    else if (code == SQLITE_CORRUPT)
+      message = "database " + path_ + ": the file is corrupt (" + e.what() + ")";
+    else if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+      message = "database " + path_ + ": still locked by another process after " +
+                std::to_string(kBusyTimeoutMs / 1000) + " s (" + what + ")";
+    else if (code == SQLITE_READONLY)
+      message = "database " + path_ + ": cannot write (read-only file or directory) while " + what;
+    else if (code == SQLITE_FULL)
+      message = "database " + path_ + ": disk full while " + what;
+    else if (code == SQLITE_CANTOPEN)
+      message = "database " + path_ + ": cannot open the file (" + e.what() + ")";
+    else if (code == SQLITE_IOERR)
+      message = "database " + path_ + ": I/O error while " + what + " (" + e.what() + ")";
+  }
+  throw Error(ErrorCode::kDatabase, message);
+}
+
+Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode) {
+  if (path.empty()) throw Error(ErrorCode::kInvalidArgument, "database: empty path");
+  try {
+    if (mode == Mode::kReadWrite) {
+      fs::path parent = fs::path(path).parent_path();
+      std::error_code ec;
+      if (!parent.empty()) fs::create_directories(parent, ec);
+      if (ec)
+        throw Error(ErrorCode::kDatabase, "database " + path + ": cannot create directory " +
+                                              parent.string() + ": " + ec.message());
+    } else if (!fs::exists(path)) {
+      throw Error(ErrorCode::kDatabase, "database " + path + ": no such file");
+    }
+    int flags = mode == Mode::kReadWrite ? (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)
+                                         : SQLite::OPEN_READONLY;
+    db_ = std::make_unique<SQLite::Database>(path, flags | SQLite::OPEN_FULLMUTEX, kBusyTimeoutMs);
+    // Reading the header validates the file: a non-database fails here, not mid-run.
+    db_->exec("SELECT count(*) FROM sqlite_master");
+    if (mode == Mode::kReadWrite) {
+      db_->exec("PRAGMA journal_mode=WAL");
+      db_->exec("PRAGMA synchronous=NORMAL");
+      db_->exec("PRAGMA foreign_keys=ON");
+    }
+    migrate();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("opening", e);
+  }
+}
+
+Database::~Database() = default;
+
+int Database::schema_version() { return db_->execAndGet("PRAGMA user_version").getInt(); }
+
+void Database::migrate() {
+  int version = schema_version();
+  int app_id = db_->execAndGet("PRAGMA application_id").getInt();
+  if (version > kSchemaVersion)
+    throw Error(ErrorCode::kDatabase, "database " + path_ + ": schema version " +
+                                          std::to_string(version) +
+                                          " is newer than this ktune understands (" +
+                                          std::to_string(kSchemaVersion) + "); upgrade ktune");
+  if (version == 0) {
+    int tables = db_->execAndGet("SELECT count(*) FROM sqlite_master").getInt();
+    if (tables > 0 && app_id != kApplicationId)
+      throw Error(
+          ErrorCode::kDatabase,
+          "database " + path_ + ": is a SQLite file of another application (not a ktune database)");
+  } else if (app_id != kApplicationId) {
+    throw Error(ErrorCode::kDatabase,
+                "database " + path_ + ": not a ktune database (application id)");
+  }
+  if (version == kSchemaVersion) return;
+  if (mode_ == Mode::kReadOnly)
+    throw Error(ErrorCode::kDatabase, "database " + path_ + ": schema version " +
+                                          std::to_string(version) +
+                                          " needs a migration, but the database is open read-only");
+  SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+  // Re-read under the write lock: another process may have migrated meanwhile.
+  version = schema_version();
+  for (int v = version; v < kSchemaVersion; ++v) db_->exec(kMigrations[v]);
+  db_->exec("PRAGMA application_id=" + std::to_string(kApplicationId));
+  db_->exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
+  tx.commit();
+}
+
+std::optional<DeviceRecord> Database::find_device(const DeviceInfo& info) {
+  try {
+    SQLite::Statement q(
+        *db_,
+        "SELECT id, name, cc_major, cc_minor, sm_count, uuid, driver_version FROM devices "
+        "WHERE name=? AND cc_major=? AND cc_minor=? AND sm_count=?");
+    q.bind(1, info.name);
+    q.bind(2, info.limits.cc_major);
+    q.bind(3, info.limits.cc_minor);
+    q.bind(4, info.limits.sm_count);
+    if (!q.executeStep()) return std::nullopt;
+    DeviceRecord d;
+    d.id = q.getColumn(0).getInt64();
+    d.name = q.getColumn(1).getString();
+    d.cc_major = q.getColumn(2).getInt();
+    d.cc_minor = q.getColumn(3).getInt();
+    d.sm_count = q.getColumn(4).getInt();
+    d.uuid = q.getColumn(5).getString();
+    d.driver_version = q.getColumn(6).getInt();
+    return d;
+  } catch (const std::exception& e) {
+    fail("looking up a device", e);
+  }
+}
+
+std::int64_t Database::ensure_device(const DeviceInfo& info) {
+  if (auto d = find_device(info)) return d->id;
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement ins(
+        *db_,
+        "INSERT OR IGNORE INTO devices(name, cc_major, cc_minor, sm_count, uuid, driver_version, "
+        "clock_khz, memory_clock_khz, total_memory, first_seen) VALUES(?,?,?,?,?,?,?,?,?,?)");
+    ins.bind(1, info.name);
+    ins.bind(2, info.limits.cc_major);
+    ins.bind(3, info.limits.cc_minor);
+    ins.bind(4, info.limits.sm_count);
+    ins.bind(5, info.uuid);
+    ins.bind(6, info.driver_version);
+    ins.bind(7, info.clock_khz);
+    ins.bind(8, info.memory_clock_khz);
+    ins.bind(9, static_cast<std::int64_t>(info.total_memory));
+    ins.bind(10, utc_now());
+    ins.exec();
+    tx.commit();
+  } catch (const std::exception& e) {
+    fail("recording the device", e);
+  }
+  auto d = find_device(info);
+  if (!d)
+    throw Error(ErrorCode::kDatabase, "database " + path_ + ": device row vanished after insert");
+  return d->id;
+}
+
+std::vector<DeviceRecord> Database::devices() {
+  std::vector<DeviceRecord> out;
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT id, name, cc_major, cc_minor, sm_count, uuid, driver_version FROM "
+                        "devices ORDER BY id");
+    while (q.executeStep()) {
+      DeviceRecord d;
+      d.id = q.getColumn(0).getInt64();
+      d.name = q.getColumn(1).getString();
+      d.cc_major = q.getColumn(2).getInt();
+      d.cc_minor = q.getColumn(3).getInt();
+      d.sm_count = q.getColumn(4).getInt();
+      d.uuid = q.getColumn(5).getString();
+      d.driver_version = q.getColumn(6).getInt();
+      out.push_back(d);
+    }
+  } catch (const std::exception& e) {
+    fail("listing devices", e);
+  }
+  return out;
+}
+
+std::int64_t Database::begin_run(const RunRecord& run) {
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(*db_,
+                        "INSERT INTO runs(device_id, family, template_hash, problem, strategy, "
+                        "seed, budget, status, "
+                        "started_at) VALUES(?,?,?,?,?,?,?,'running',?)");
+    q.bind(1, static_cast<std::int64_t>(run.device_id));
+    q.bind(2, run.family);
+    q.bind(3, run.template_hash);
+    q.bind(4, run.problem);
+    q.bind(5, run.strategy);
+    q.bind(6, static_cast<std::int64_t>(run.seed));
+    q.bind(7, run.budget);
+    q.bind(8, utc_now());
+    q.exec();
+    std::int64_t id = db_->getLastInsertRowid();
+    tx.commit();
+    return id;
+  } catch (const std::exception& e) {
+    fail("starting a run", e);
+  }
+}
+
+void Database::finish_run(std::int64_t run_id, const std::string& run_status) {
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(*db_, "UPDATE runs SET status=?, finished_at=? WHERE id=?");
+    q.bind(1, run_status);
+    q.bind(2, utc_now());
+    q.bind(3, static_cast<std::int64_t>(run_id));
+    q.exec();
+    tx.commit();
+  } catch (const std::exception& e) {
+    fail("finishing a run", e);
+  }
+}
+
+std::vector<RunRecord> Database::runs() {
+  std::vector<RunRecord> out;
+  try {
+    SQLite::Statement q(
+        *db_,
+        "SELECT id, device_id, family, template_hash, problem, strategy, seed, budget, status, "
+        "started_at, finished_at FROM runs ORDER BY id");
+    while (q.executeStep()) {
+      RunRecord r;
+      r.id = q.getColumn(0).getInt64();
+      r.device_id = q.getColumn(1).getInt64();
+      r.family = q.getColumn(2).getString();
+      r.template_hash = q.getColumn(3).getString();
+      r.problem = q.getColumn(4).getString();
+      r.strategy = q.getColumn(5).getString();
+      r.seed = q.getColumn(6).getInt64();
+      r.budget = q.getColumn(7).getString();
+      r.status = q.getColumn(8).getString();
+      r.started_at = q.getColumn(9).getString();
+      r.finished_at = q.getColumn(10).getString();
+      out.push_back(r);
+    }
+  } catch (const std::exception& e) {
+    fail("listing runs", e);
+  }
+  return out;
+}
+
+namespace {
+const char* const kUpsert =
+    "INSERT INTO results(run_id, device_id, family, template_hash, problem, config, status, "
+    "time_min_ms, "
+    "time_median_ms, time_max_ms, repeats, metric, unit, registers, spill_bytes, smem_bytes, "
+    "compile_ms, message, "
+    "origin, tool_version, nvrtc_version, driver_version, created_at) VALUES(:run_id, :device_id, "
+    ":family, "
+    ":template_hash, :problem, :config, :status, :tmin, :tmed, :tmax, :repeats, :metric, :unit, "
+    ":registers, "
+    ":spill, :smem, :compile_ms, :message, :origin, :tool_version, :nvrtc_version, "
+    ":driver_version, :created_at) "
+    "ON CONFLICT(device_id, family, template_hash, problem, config) DO UPDATE SET "
+    "run_id=excluded.run_id, "
+    "status=excluded.status, time_min_ms=excluded.time_min_ms, "
+    "time_median_ms=excluded.time_median_ms, "
+    "time_max_ms=excluded.time_max_ms, repeats=excluded.repeats, metric=excluded.metric, "
+    "unit=excluded.unit, "
+    "registers=excluded.registers, spill_bytes=excluded.spill_bytes, "
+    "smem_bytes=excluded.smem_bytes, "
+    "compile_ms=excluded.compile_ms, message=excluded.message, origin=excluded.origin, "
+    "tool_version=excluded.tool_version, nvrtc_version=excluded.nvrtc_version, "
+    "driver_version=excluded.driver_version, created_at=excluded.created_at";
+}  // namespace
+
+std::int64_t Database::put_result(const ResultRecord& r) {
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(*db_, kUpsert);
+    bind_result(q, r);
+    q.exec();
+    SQLite::Statement id(
+        *db_,
+        "SELECT id FROM results WHERE device_id=? AND family=? AND template_hash=? AND "
+        "problem=? AND config=?");
+    id.bind(1, static_cast<std::int64_t>(r.device_id));
+    id.bind(2, r.family);
+    id.bind(3, r.template_hash);
+    id.bind(4, r.problem);
+    id.bind(5, r.config);
+    id.executeStep();
+    std::int64_t row = id.getColumn(0).getInt64();
+    tx.commit();
+    return row;
+  } catch (const std::exception& e) {
+    fail("writing a result", e);
+  }
+}
+
+std::int64_t Database::mark_in_flight(const ResultRecord& r) {
+  ResultRecord row = r;
+  row.status = status::kInFlight;
+  return put_result(row);
+}
+
+void Database::store_result(const ResultRecord& r) {
+  if (!r.id) {
+    put_result(r);
+    return;
+  }
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(
+        *db_,
+        "UPDATE results SET status=:status, time_min_ms=:tmin, time_median_ms=:tmed, "
+        "time_max_ms=:tmax, repeats=:repeats, metric=:metric, unit=:unit, registers=:registers, "
+        "spill_bytes=:spill, smem_bytes=:smem, compile_ms=:compile_ms, message=:message, "
+        "created_at=:created_at WHERE id=:id");
+    q.bind(":status", r.status);
+    q.bind(":tmin", r.time_min_ms);
+    q.bind(":tmed", r.time_median_ms);
+    q.bind(":tmax", r.time_max_ms);
+    q.bind(":repeats", r.repeats);
+    q.bind(":metric", r.metric);
+    q.bind(":unit", r.unit);
+    if (r.registers >= 0)
+      q.bind(":registers", r.registers);
+    else
+      q.bind(":registers");
+    q.bind(":spill", r.spill_bytes);
+    q.bind(":smem", r.smem_bytes);
+    q.bind(":compile_ms", r.compile_ms);
+    q.bind(":message", r.message);
+    q.bind(":created_at", utc_now());
+    q.bind(":id", static_cast<std::int64_t>(r.id));
+    q.exec();
+    tx.commit();
+  } catch (const std::exception& e) {
+    fail("writing a result", e);
+  }
+}
+
+int Database::mark_crashed(std::int64_t device_id, const std::string& family,
+                           const std::string& template_hash, const std::string& problem) {
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(
+        *db_,
+        "UPDATE results SET status='crashed', message='the process died while this candidate ran' "
+        "WHERE status='in_flight' AND device_id=? AND family=? AND template_hash=? AND problem=?");
+    q.bind(1, static_cast<std::int64_t>(device_id));
+    q.bind(2, family);
+    q.bind(3, template_hash);
+    q.bind(4, problem);
+    int n = q.exec();
+    tx.commit();
+    return n;
+  } catch (const std::exception& e) {
+    fail("recording crashed candidates", e);
+  }
+}
+
+std::set<std::string> Database::evaluated_configs(std::int64_t device_id, const std::string& family,
+                                                  const std::string& template_hash,
+                                                  const std::string& problem) {
+  std::set<std::string> out;
+  try {
+    SQLite::Statement q(
+        *db_,
+        "SELECT config FROM results WHERE device_id=? AND family=? AND template_hash=? AND "
+        "problem=? AND origin='tuned'");
+    q.bind(1, static_cast<std::int64_t>(device_id));
+    q.bind(2, family);
+    q.bind(3, template_hash);
+    q.bind(4, problem);
+    while (q.executeStep()) out.insert(q.getColumn(0).getString());
+  } catch (const std::exception& e) {
+    fail("reading evaluated configurations", e);
+  }
+  return out;
+}
+
+std::vector<ResultRecord> Database::results(const ResultFilter& f) {
+  std::vector<ResultRecord> out;
+  try {
+    std::string sql = std::string("SELECT ") + kResultColumns +
+                      " FROM results r JOIN devices d ON d.id = r.device_id WHERE 1=1";
+    if (!f.family.empty()) sql += " AND r.family = :family";
+    if (!f.problem.empty()) sql += " AND r.problem = :problem";
+    if (f.device_id) sql += " AND r.device_id = :device";
+    if (f.run_id) sql += " AND r.run_id = :run";
+    if (f.ok_only) sql += " AND r.status = 'ok'";
+    sql += " ORDER BY r.id";
+    SQLite::Statement q(*db_, sql);
+    if (!f.family.empty()) q.bind(":family", f.family);
+    if (!f.problem.empty()) q.bind(":problem", f.problem);
+    if (f.device_id) q.bind(":device", static_cast<std::int64_t>(f.device_id));
+    if (f.run_id) q.bind(":run", static_cast<std::int64_t>(f.run_id));
+    while (q.executeStep()) out.push_back(read_result(q));
+  } catch (const std::exception& e) {
+    fail("reading results", e);
+  }
+  return out;
+}
+
+std::vector<ResultRecord> Database::best_results(const std::string& family,
+                                                 const std::string& template_hash,
+                                                 std::int64_t device_id) {
+  std::vector<ResultRecord> out;
+  try {
+    std::string sql = std::string("SELECT ") + kResultColumns +
+                      " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
+                      "template_hash, problem "
+                      "ORDER BY (origin = 'shipped'), time_median_ms) AS rank FROM results WHERE "
+                      "status = 'ok') r "
+                      "JOIN devices d ON d.id = r.device_id WHERE r.rank = 1";
+    if (!family.empty()) sql += " AND r.family = :family";
+    if (!template_hash.empty()) sql += " AND r.template_hash = :hash";
+    if (device_id) sql += " AND r.device_id = :device";
+    sql += " ORDER BY r.family, r.device_id, r.problem";
+    SQLite::Statement q(*db_, sql);
+    if (!family.empty()) q.bind(":family", family);
+    if (!template_hash.empty()) q.bind(":hash", template_hash);
+    if (device_id) q.bind(":device", static_cast<std::int64_t>(device_id));
+    while (q.executeStep()) out.push_back(read_result(q));
+  } catch (const std::exception& e) {
+    fail("reading best results", e);
+  }
+  return out;
+}
+
+std::optional<CachedBinary> Database::find_binary(const std::string& key) {
+  try {
+    SQLite::Statement q(*db_, "SELECT cubin, lowered_names, resources FROM binaries WHERE key=?");
+    q.bind(1, key);
+    if (!q.executeStep()) return std::nullopt;
+    CachedBinary b;
+    const auto blob = q.getColumn(0);
+    const char* data = static_cast<const char*>(blob.getBlob());
+    b.cubin.assign(data, data + blob.getBytes());
+    b.lowered_names = split(q.getColumn(1).getString(), '\n');
+    b.resources_json = q.getColumn(2).getString();
+    return b;
+  } catch (const std::exception& e) {
+    fail("reading the binary cache", e);
+  }
+}
+
+void Database::put_binary(const std::string& key, const std::string& arch, const CachedBinary& b) {
+  if (read_only()) return;
+  try {
+    std::string names;
+    for (const auto& n : b.lowered_names) names += (names.empty() ? "" : "\n") + n;
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(
+        *db_,
+        "INSERT OR REPLACE INTO binaries(key, arch, lowered_names, resources, cubin, created_at) "
+        "VALUES(?,?,?,?,?,?)");
+    q.bind(1, key);
+    q.bind(2, arch);
+    q.bind(3, names);
+    q.bind(4, b.resources_json);
+    q.bind(5, b.cubin.data(), static_cast<int>(b.cubin.size()));
+    q.bind(6, utc_now());
+    q.exec();
+    tx.commit();
+  } catch (const std::exception& e) {
+    fail("writing the binary cache", e);
+  }
+}
+
+std::int64_t Database::binary_count() {
+  try {
+    return db_->execAndGet("SELECT count(*) FROM binaries").getInt64();
+  } catch (const std::exception& e) {
+    fail("counting binaries", e);
+  }
+}
+
+}  // namespace ktune

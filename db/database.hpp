@@ -1,0 +1,156 @@
+// The tuning database: one SQLite file (WAL) of devices, runs, one row per candidate, binaries.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+
+namespace SQLite {
+class Database;
+}
+
+namespace ktune {
+
+// Result status, as stored. in_flight is written before a candidate runs; a row still in flight
+// when its run is resumed was the one running when the process died, and becomes crashed.
+namespace status {
+inline constexpr const char* kOk = "ok";
+inline constexpr const char* kCompileError = "compile_error";
+inline constexpr const char* kLaunchError = "launch_error";
+inline constexpr const char* kFault = "fault";
+inline constexpr const char* kTimeout = "timeout";
+inline constexpr const char* kWrongResult = "wrong_result";
+inline constexpr const char* kInvalid = "invalid";
+inline constexpr const char* kInFlight = "in_flight";
+inline constexpr const char* kCrashed = "crashed";
+}  // namespace status
+
+struct DeviceRecord {
+  std::int64_t id = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::string uuid;
+  int driver_version = 0;
+  std::string identity() const;
+};
+
+struct ResultRecord {
+  std::int64_t id = 0;
+  std::int64_t run_id = 0;
+  std::int64_t device_id = 0;
+  std::string family;
+  std::string template_hash;
+  std::string problem;
+  std::string config;
+  std::string status;
+  double time_min_ms = 0, time_median_ms = 0, time_max_ms = 0;
+  int repeats = 0;
+  double metric = 0;
+  std::string unit;
+  int registers = -1;
+  int spill_bytes = 0;
+  int smem_bytes = 0;
+  double compile_ms = 0;
+  std::string message;
+  std::string origin = "tuned";  // tuned | shipped | imported
+  std::string tool_version;
+  std::string nvrtc_version;
+  int driver_version = 0;
+  std::string created_at;
+  DeviceRecord device;  // filled by queries that join devices
+};
+
+struct RunRecord {
+  std::int64_t id = 0;
+  std::int64_t device_id = 0;
+  std::string family, template_hash, problem, strategy, budget, status, started_at, finished_at;
+  std::int64_t seed = 0;
+};
+
+struct CachedBinary {
+  std::vector<char> cubin;
+  std::vector<std::string> lowered_names;
+  std::string resources_json;
+};
+
+struct ResultFilter {
+  std::string family;          // empty: any
+  std::string problem;         // empty: any
+  std::int64_t device_id = 0;  // 0: any
+  std::int64_t run_id = 0;     // 0: any
+  bool ok_only = false;
+};
+
+class Database {
+ public:
+  static constexpr int kSchemaVersion = 1;
+  static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
+
+  enum class Mode { kReadWrite, kReadOnly };
+  // Opens (creating the file and its directory in read-write mode) and migrates the schema.
+  // Throws Error(kDatabase) naming the file: not a database, corrupt, newer schema, not writable.
+  explicit Database(const std::string& path, Mode mode = Mode::kReadWrite);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool read_only() const { return mode_ == Mode::kReadOnly; }
+  int schema_version();
+
+  // Devices
+  std::int64_t ensure_device(const DeviceInfo& info);
+  std::optional<DeviceRecord> find_device(const DeviceInfo& info);
+  std::vector<DeviceRecord> devices();
+
+  // Runs
+  std::int64_t begin_run(const RunRecord& run);
+  void finish_run(std::int64_t run_id, const std::string& status);
+  std::vector<RunRecord> runs();
+
+  // Results: one row per (device, family, template hash, problem, config).
+  // Inserts the row as in_flight, committed before the candidate runs; returns its id.
+  std::int64_t mark_in_flight(const ResultRecord& r);
+  // Writes the measured outcome into the row (committed at once).
+  void store_result(const ResultRecord& r);
+  // Inserts or replaces a whole row (import, shipped presets, tests).
+  std::int64_t put_result(const ResultRecord& r);
+  // Rows still in flight for this key set become crashed; returns how many.
+  int mark_crashed(std::int64_t device_id, const std::string& family,
+                   const std::string& template_hash, const std::string& problem);
+  // Configurations already evaluated (any status) for this key set.
+  std::set<std::string> evaluated_configs(std::int64_t device_id, const std::string& family,
+                                          const std::string& template_hash,
+                                          const std::string& problem);
+  std::vector<ResultRecord> results(const ResultFilter& filter);
+  // Best ok result per (device, family, problem) for the given template hash (all when empty).
+  // The user's own results take precedence over shipped ones.
+  std::vector<ResultRecord> best_results(const std::string& family,
+                                         const std::string& template_hash,
+                                         std::int64_t device_id = 0);
+
+  // Binary cache
+  std::optional<CachedBinary> find_binary(const std::string& key);
+  void put_binary(const std::string& key, const std::string& arch, const CachedBinary& binary);
+  std::int64_t binary_count();
+
+ private:
+  void migrate();
+  [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
+
+  std::string path_;
+  Mode mode_;
+  std::unique_ptr<SQLite::Database> db_;
+};
+
+// $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db, else $HOME/.cache/ktune/tuning.db.
+std::string database_default_path();
+
+}  // namespace ktune

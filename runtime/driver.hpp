@@ -1,0 +1,35 @@
+// The CUDA driver API, loaded at run time with dlopen so that binaries start without a driver.
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "ktune/error.hpp"
+
+namespace ktune::detail {
+
+// Function pointers resolved through cuGetProcAddress for the CUDA version of our headers.
+struct DriverApi {
+#define KTUNE_DRIVER_FN(name) decltype(&::name) name = nullptr;
+#include "runtime/driver_functions.inc"
+#undef KTUNE_DRIVER_FN
+  int driver_version = 0;
+};
+
+// Loads libcuda.so.1 and calls cuInit once. Throws Error(kNoDriver) when the library is missing,
+// Error(kNoDevice) when cuInit reports no device. Thread-safe; the result is cached (including
+// the failure, so a machine without a driver is asked once).
+const DriverApi& driver();
+
+// True when a driver and at least one device are present; never throws.
+bool driver_available(std::string* why = nullptr);
+
+// Throws Error(kCuda) naming the call when r != CUDA_SUCCESS.
+void check(CUresult r, const char* what);
+std::string result_name(CUresult r);
+
+// Errors after which the CUDA context is unusable (the process must start afresh).
+bool is_sticky_error(CUresult r);
+
+}  // namespace ktune::detail

@@ -1,0 +1,165 @@
+// Loading CUBINs as modules, launching, and the two-level compile cache (memory, database).
+#include "runtime/kernel_cache.hpp"
+
+#include <sstream>
+
+#include "db/database.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+
+namespace ktune {
+
+using detail::check;
+using detail::driver;
+
+namespace {
+
+std::string resources_to_text(const std::vector<FunctionResources>& resources) {
+  std::ostringstream out;
+  for (const auto& r : resources)
+    out << r.mangled_name << ' ' << r.registers << ' ' << r.barriers << ' ' << r.smem_static << ' '
+        << r.stack_frame << ' ' << r.spill_stores << ' ' << r.spill_loads << '\n';
+  return out.str();
+}
+
+std::vector<FunctionResources> resources_from_text(const std::string& text) {
+  std::vector<FunctionResources> out;
+  std::istringstream in(text);
+  FunctionResources r;
+  while (in >> r.mangled_name >> r.registers >> r.barriers >> r.smem_static >> r.stack_frame >>
+         r.spill_stores >> r.spill_loads)
+    out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+Kernel::Kernel(const CompileResult& compiled, const Device& device)
+    : resources_(compiled.resources),
+      occupancy_block_(compiled.lowered_names.size()),
+      dynamic_smem_allowed_(compiled.lowered_names.size()) {
+  device.make_current();
+  const auto& d = driver();
+  check(d.cuModuleLoadData(&module_, compiled.cubin.data()), "cuModuleLoadData");
+  for (const auto& name : compiled.lowered_names) {
+    CUfunction f = nullptr;
+    CUresult r = d.cuModuleGetFunction(&f, module_, name.c_str());
+    if (r != CUDA_SUCCESS) {
+      d.cuModuleUnload(module_);
+      module_ = nullptr;
+      check(r, ("cuModuleGetFunction(" + name + ")").c_str());
+    }
+    functions_.push_back(f);
+  }
+  for (auto& a : occupancy_block_) a = 0;
+  for (auto& a : dynamic_smem_allowed_) a = 48 * 1024;
+}
+
+Kernel::~Kernel() {
+  if (module_) driver().cuModuleUnload(module_);
+}
+
+int Kernel::occupancy_block_size(std::size_t i) const {
+  int cached = occupancy_block_.at(i).load();
+  if (cached) return cached;
+  int min_grid = 0, block = 0;
+  check(
+      driver().cuOccupancyMaxPotentialBlockSize(&min_grid, &block, functions_.at(i), nullptr, 0, 0),
+      "cuOccupancyMaxPotentialBlockSize");
+  occupancy_block_[i] = block;
+  return block;
+}
+
+int Kernel::max_active_blocks(std::size_t i, int block, std::size_t dynamic_smem) const {
+  int blocks = 0;
+  check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, functions_.at(i), block,
+                                                             dynamic_smem),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return blocks;
+}
+
+void Kernel::allow_dynamic_smem(std::size_t i, int bytes) const {
+  if (dynamic_smem_allowed_.at(i).load() >= bytes) return;
+  check(driver().cuFuncSetAttribute(functions_.at(i),
+                                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+        "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  dynamic_smem_allowed_[i] = bytes;
+}
+
+void Kernel::launch(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                    unsigned bz, unsigned smem, CUstream stream, void** args) const {
+  if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
+  check(driver().cuLaunchKernel(functions_.at(i), gx, gy, gz, bx, by, bz, smem, stream, args,
+                                nullptr),
+        "cuLaunchKernel");
+}
+
+void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,
+                            unsigned smem, CUstream stream, void** args) const {
+  if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cluster_x;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid_x;
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = block_x;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = smem;
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  check(driver().cuLaunchKernelEx(&config, functions_.at(i), args, nullptr), "cuLaunchKernelEx");
+}
+
+KernelCache::KernelCache(const Device& device, Database* database)
+    : device_(device), database_(database) {}
+
+std::shared_ptr<const Kernel> KernelCache::find_loaded(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = loaded_.find(key);
+  return it == loaded_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const Kernel> KernelCache::load(const std::string& key,
+                                                const CompileResult& compiled) {
+  auto kernel = std::make_shared<const Kernel>(compiled, device_);
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = loaded_.emplace(key, kernel);
+  return it->second;  // another thread may have loaded it first; keep one
+}
+
+bool KernelCache::find_binary(const std::string& key, CompileResult& out) {
+  if (!database_) return false;
+  auto b = database_->find_binary(key);
+  if (!b) return false;
+  out.cubin = std::move(b->cubin);
+  out.lowered_names = std::move(b->lowered_names);
+  out.resources = resources_from_text(b->resources_json);
+  return out.resources.size() == out.lowered_names.size() && !out.cubin.empty();
+}
+
+void KernelCache::store_binary(const std::string& key, const CompileRequest& request,
+                               const CompileResult& compiled) {
+  if (!database_ || database_->read_only()) return;
+  CachedBinary b{compiled.cubin, compiled.lowered_names, resources_to_text(compiled.resources)};
+  database_->put_binary(key, request.arch, b);
+}
+
+std::shared_ptr<const Kernel> KernelCache::get(const CompileRequest& request) {
+  std::string key = compile_cache_key(request);
+  if (auto k = find_loaded(key)) return k;
+  CompileResult compiled;
+  if (!find_binary(key, compiled)) {
+    compiled = compile(request);
+    count_compile();
+    store_binary(key, request, compiled);
+  }
+  return load(key, compiled);
+}
+
+}  // namespace ktune

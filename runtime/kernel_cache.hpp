@@ -1,0 +1,83 @@
+// Loaded kernels and the compile cache: memory -> database binaries -> NVRTC.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/nvrtc.hpp"
+
+namespace ktune {
+
+class Device;
+class Database;
+
+// A loaded CUBIN and the kernels looked up in it, one per name expression.
+class Kernel {
+ public:
+  Kernel(const CompileResult& compiled, const Device& device);
+  ~Kernel();
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+  CUfunction function(std::size_t i = 0) const { return functions_.at(i); }
+  const FunctionResources& resources(std::size_t i = 0) const { return resources_.at(i); }
+  std::size_t size() const { return functions_.size(); }
+
+  // The occupancy API's block size for function i (cached; smem_per_thread bytes of dynamic
+  // shared memory per thread, 0 for none).
+  int occupancy_block_size(std::size_t i = 0) const;
+  // Blocks of `block` threads that fit on one SM at once.
+  int max_active_blocks(std::size_t i, int block, std::size_t dynamic_smem) const;
+  // Raises the dynamic shared memory limit of function i to at least `bytes` (once).
+  void allow_dynamic_smem(std::size_t i, int bytes) const;
+
+  void launch(std::size_t i, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+              unsigned block_y, unsigned block_z, unsigned dynamic_smem, CUstream stream,
+              void** args) const;
+  // Launch with a thread-block cluster of cluster_x blocks (compute capability 9.0+).
+  void launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,
+                      unsigned dynamic_smem, CUstream stream, void** args) const;
+
+ private:
+  CUmodule module_ = nullptr;
+  std::vector<CUfunction> functions_;
+  std::vector<FunctionResources> resources_;
+  mutable std::vector<std::atomic<int>> occupancy_block_;
+  mutable std::vector<std::atomic<int>> dynamic_smem_allowed_;
+};
+
+// Compiles and loads kernels once per process; CUBINs persist in the database's binary cache
+// (when there is a writable database), so a warm start compiles nothing. Thread-safe.
+class KernelCache {
+ public:
+  KernelCache(const Device& device, Database* database);
+
+  std::shared_ptr<const Kernel> get(const CompileRequest& request);
+
+  // The pieces of get(), for the tuner's pipeline: compile on worker threads, load on the GPU one.
+  std::shared_ptr<const Kernel> find_loaded(const std::string& key);
+  std::shared_ptr<const Kernel> load(const std::string& key, const CompileResult& compiled);
+  // A binary from the database cache, if present and readable.
+  bool find_binary(const std::string& key, CompileResult& out);
+  void store_binary(const std::string& key, const CompileRequest& request,
+                    const CompileResult& compiled);
+
+  std::uint64_t compile_count() const { return compiles_.load(); }
+  void count_compile() { ++compiles_; }
+
+ private:
+  const Device& device_;
+  Database* database_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const Kernel>> loaded_;
+  std::atomic<std::uint64_t> compiles_{0};
+};
+
+}  // namespace ktune

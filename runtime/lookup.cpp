@@ -1,0 +1,136 @@
+// The lookup chain. Results of another template hash are stale and never used.
+#include "runtime/lookup.hpp"
+
+#include <limits>
+
+#include "db/database.hpp"
+#include "templates/family.hpp"
+
+namespace ktune {
+
+std::string_view to_string(LookupStep step) noexcept {
+  switch (step) {
+    case LookupStep::kCache:
+      return "cache";
+    case LookupStep::kExact:
+      return "exact";
+    case LookupStep::kNearest:
+      return "nearest";
+    case LookupStep::kSameArch:
+      return "same-arch";
+    case LookupStep::kDefault:
+      return "default";
+  }
+  return "?";
+}
+
+namespace {
+
+// The configuration of a stored row, if it is valid for `problem` here.
+std::optional<Config> usable(const ResultRecord& row, const Family& family, const Problem& problem,
+                             const DeviceLimits& limits) {
+  try {
+    Config c = parse_config(row.config);
+    family.check_config(c);
+    if (!family.reject(c, problem, limits).empty()) return std::nullopt;
+    return c;
+  } catch (const Error&) {
+    return std::nullopt;  // a row from an older parameter space: skip it
+  }
+}
+
+LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
+  LookupResult r;
+  r.step = step;
+  r.config = std::move(config);
+  r.tuned_problem = row.problem;
+  r.measured = row.metric;
+  r.unit = row.unit;
+  r.device = row.device.identity();
+  return r;
+}
+
+}  // namespace
+
+LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
+                           const Problem& problem) {
+  const DeviceLimits& limits = device.limits;
+  if (db) {
+    const std::string hash = family.template_hash();
+    const std::string key = problem.key();
+    std::vector<ResultRecord> best = db->best_results(family.name(), hash);
+    auto same_device = [&](const ResultRecord& r) {
+      return r.device.name == device.name && r.device.cc_major == limits.cc_major &&
+             r.device.cc_minor == limits.cc_minor && r.device.sm_count == limits.sm_count;
+    };
+    // 1. exact problem on this device
+    for (const auto& row : best)
+      if (same_device(row) && row.problem == key)
+        if (auto c = usable(row, family, problem, limits))
+          return from_row(LookupStep::kExact, row, *c);
+    // 2. nearest tuned problem of this device (same attributes, log-scale distance in sizes)
+    const ResultRecord* nearest = nullptr;
+    std::optional<Config> nearest_config;
+    double best_distance = std::numeric_limits<double>::infinity();
+    for (const auto& row : best) {
+      if (!same_device(row)) continue;
+      Problem tuned;
+      try {
+        tuned = Problem::parse(family.name(), row.problem);
+      } catch (const Error&) {
+        continue;
+      }
+      double d = problem_distance(problem, tuned);
+      if (d < best_distance) {
+        if (auto c = usable(row, family, problem, limits)) {
+          best_distance = d;
+          nearest = &row;
+          nearest_config = c;
+        }
+      }
+    }
+    if (nearest) return from_row(LookupStep::kNearest, *nearest, *nearest_config);
+    // 3. the same compute capability on another device: nearest problem there
+    for (const auto& row : best) {
+      if (same_device(row) || row.device.cc_major != limits.cc_major ||
+          row.device.cc_minor != limits.cc_minor)
+        continue;
+      Problem tuned;
+      try {
+        tuned = Problem::parse(family.name(), row.problem);
+      } catch (const Error&) {
+        continue;
+      }
+      double d = problem_distance(problem, tuned);
+      if (d < best_distance) {
+        if (auto c = usable(row, family, problem, limits)) {
+          best_distance = d;
+          nearest = &row;
+          nearest_config = c;
+        }
+      }
+    }
+    if (nearest) return from_row(LookupStep::kSameArch, *nearest, *nearest_config);
+  }
+  // 4. built-in default, valid for every problem
+  LookupResult r;
+  r.step = LookupStep::kDefault;
+  r.config = family.default_config(problem, limits);
+  r.unit = family.metric_unit();
+  return r;
+}
+
+Choice to_choice(const LookupResult& r, const Family& family, const Problem& problem) {
+  Choice c;
+  c.step = r.step;
+  c.family = family.name();
+  c.problem = problem.key();
+  c.tuned_problem = r.tuned_problem;
+  c.config = to_string(r.config);
+  c.measured = r.measured;
+  c.unit = r.unit;
+  c.device = r.device;
+  return c;
+}
+
+}  // namespace ktune

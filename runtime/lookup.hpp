@@ -1,0 +1,33 @@
+// The configuration lookup chain: exact -> nearest -> same architecture -> built-in default.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ktune/ktune.hpp"
+#include "runtime/device.hpp"
+#include "runtime/problem.hpp"
+
+namespace ktune {
+
+class Database;
+class Family;
+
+struct LookupResult {
+  LookupStep step = LookupStep::kDefault;
+  Config config;
+  std::string tuned_problem;
+  std::optional<double> measured;
+  std::string unit;
+  std::string device;
+};
+
+// Walks the chain for one problem. Every answer is checked valid for the problem on this device
+// (parameter space, constraints) before it is returned; invalid or stale rows are skipped.
+// `db` may be null (no database: the default answers).
+LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
+                           const Problem& problem);
+
+Choice to_choice(const LookupResult& r, const Family& family, const Problem& problem);
+
+}  // namespace ktune

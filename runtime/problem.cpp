@@ -1,0 +1,121 @@
+// Canonical problem keys and configuration strings, and the log-scale problem distance.
+#include "runtime/problem.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "ktune/error.hpp"
+#include "runtime/util.hpp"
+
+namespace ktune {
+namespace {
+
+bool is_integer(std::string_view s) {
+  if (s.empty()) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+bool is_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+std::int64_t to_int(std::string_view s, std::string_view what) {
+  std::int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size())
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(what) + ": '" + std::string(s) + "' is not an integer");
+  return v;
+}
+
+}  // namespace
+
+std::string Problem::key() const {
+  // attrs and sizes are each sorted maps; merge them by name so the key is one sorted list.
+  std::map<std::string, std::string> all(attrs.begin(), attrs.end());
+  for (const auto& [k, v] : sizes) all[k] = std::to_string(v);
+  std::string out;
+  for (const auto& [k, v] : all) out += (out.empty() ? "" : ";") + k + "=" + v;
+  return out;
+}
+
+Problem Problem::parse(const std::string& family, std::string_view key) {
+  Problem p;
+  p.family = family;
+  if (trim(key).empty()) throw Error(ErrorCode::kInvalidArgument, "problem: empty key");
+  for (const auto& part : split(key, ';')) {
+    size_t eq = part.find('=');
+    if (eq == std::string::npos)
+      throw Error(ErrorCode::kInvalidArgument, "problem: '" + part + "' is not name=value");
+    std::string name = trim(part.substr(0, eq)), value = trim(part.substr(eq + 1));
+    if (!is_name(name) || value.empty())
+      throw Error(ErrorCode::kInvalidArgument, "problem: '" + part + "' is not name=value");
+    if (p.attrs.count(name) || p.sizes.count(name))
+      throw Error(ErrorCode::kInvalidArgument, "problem: '" + name + "' given twice");
+    if (is_integer(value))
+      p.sizes[name] = to_int(value, "problem " + name);
+    else
+      p.attrs[name] = value;
+  }
+  return p;
+}
+
+const std::string& Problem::attr(const std::string& name) const {
+  auto it = attrs.find(name);
+  if (it == attrs.end())
+    throw Error(ErrorCode::kInvalidArgument, "problem " + key() + ": missing '" + name + "'");
+  return it->second;
+}
+
+std::int64_t Problem::size(const std::string& name) const {
+  auto it = sizes.find(name);
+  if (it == sizes.end())
+    throw Error(ErrorCode::kInvalidArgument, "problem " + key() + ": missing '" + name + "'");
+  return it->second;
+}
+
+double problem_distance(const Problem& a, const Problem& b) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (a.family != b.family || a.attrs != b.attrs || a.sizes.size() != b.sizes.size()) return kInf;
+  double d = 0;
+  for (const auto& [name, va] : a.sizes) {
+    auto it = b.sizes.find(name);
+    if (it == b.sizes.end()) return kInf;
+    d += std::fabs(std::log2(1.0 + std::max<double>(0, va)) -
+                   std::log2(1.0 + std::max<double>(0, it->second)));
+  }
+  return d;
+}
+
+std::string to_string(const Config& config) {
+  std::string out;
+  for (const auto& [k, v] : config) out += (out.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return out;
+}
+
+Config parse_config(std::string_view text) {
+  Config c;
+  if (trim(text).empty()) return c;
+  for (const auto& part : split(text, ',')) {
+    size_t eq = part.find('=');
+    if (eq == std::string::npos)
+      throw Error(ErrorCode::kInvalidArgument, "config: '" + part + "' is not NAME=value");
+    std::string name = trim(part.substr(0, eq));
+    if (!is_name(name))
+      throw Error(ErrorCode::kInvalidArgument, "config: bad parameter name '" + name + "'");
+    if (c.count(name))
+      throw Error(ErrorCode::kInvalidArgument, "config: '" + name + "' given twice");
+    c[name] = to_int(trim(part.substr(eq + 1)), "config " + name);
+  }
+  return c;
+}
+
+}  // namespace ktune

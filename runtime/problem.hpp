@@ -1,0 +1,38 @@
+// Problem keys and configurations: the two strings every stored result is indexed by.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace ktune {
+
+// One problem of a family: categorical attributes (dtype, op, layout) and sizes (n, m, k, align).
+// Its key is canonical: "name=value" pairs sorted by name, joined by ';'.
+struct Problem {
+  std::string family;
+  std::map<std::string, std::string> attrs;
+  std::map<std::string, std::int64_t> sizes;
+
+  std::string key() const;
+  // Parses a key as key() writes it. Throws Error(kInvalidArgument) naming what is malformed.
+  static Problem parse(const std::string& family, std::string_view key);
+
+  const std::string& attr(const std::string& name) const;  // throws when missing
+  std::int64_t size(const std::string& name) const;        // throws when missing
+  bool operator==(const Problem& o) const = default;
+};
+
+// Distance between two problems of the same attributes: sum over sizes of |log2(1+a) - log2(1+b)|.
+// Infinity when family or attributes differ, or the sizes have different names.
+double problem_distance(const Problem& a, const Problem& b);
+
+// Parameter values of one candidate, by name.
+using Config = std::map<std::string, std::int64_t>;
+
+// "NAME=value,NAME=value" sorted by name; parse_config is its inverse (throws on malformed text).
+std::string to_string(const Config& config);
+Config parse_config(std::string_view text);
+
+}  // namespace ktune

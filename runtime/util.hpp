@@ -1,0 +1,42 @@
+// Small shared helpers: hashing, strict size/shape parsing, time stamps, paths.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ktune {
+
+// 128-bit FNV-1a style hash (two independent 64-bit lanes), for cache keys and template hashes.
+// Not cryptographic: it identifies content, it does not authenticate it.
+class Hasher {
+ public:
+  Hasher& add(std::string_view bytes);
+  Hasher& add(std::int64_t v);
+  std::string hex() const;  // 32 hex digits
+
+ private:
+  std::uint64_t a_ = 0xcbf29ce484222325ULL;
+  std::uint64_t b_ = 0x84222325cbf29ce4ULL;
+};
+
+// Parses a count such as "1024", "4K", "256M", "1G" (binary multiples: K = 2^10), strictly:
+// no sign, no fraction, no junk, no overflow. Throws Error(kInvalidArgument) naming `what`.
+std::uint64_t parse_size(std::string_view text, std::string_view what);
+
+// Parses "MxNxK" style shapes of `count` dimensions, each a size as parse_size accepts.
+std::vector<std::uint64_t> parse_shape(std::string_view text, std::size_t count,
+                                       std::string_view what);
+
+// "1 GiB"-style rendering of a byte count, and "1G"-style rendering of an element count.
+std::string format_bytes(double bytes);
+std::string format_count(std::uint64_t n);
+
+// ISO 8601 UTC time stamp, e.g. "2026-11-21T22:15:03Z".
+std::string utc_now();
+
+std::vector<std::string> split(std::string_view text, char sep);
+std::string trim(std::string_view text);
+
+}  // namespace ktune

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One visit to the GPU machine: GPU tests, tuning and benchmarks from a build folder brought along,
+# with logs and CSVs under $OUT and a short table printed last.
+#   scripts/gpu-check.sh [step...]   steps: info tests tune-elementwise bench-elementwise (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=${OUT:-/tmp/ktune-gpu-check}
+mkdir -p "$OUT"
+export KTUNE_DB=${KTUNE_DB:-$OUT/tuning.db}
+export KTUNE_COMMIT=${KTUNE_COMMIT:-unknown}
+KTUNE="$BUILD/ktune"
+steps=("$@")
+((${#steps[@]})) || steps=(info tests tune-elementwise bench-elementwise)
+summary=()
+note() { summary+=("$1"); }
+
+run_step() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "=== $name: $*"
+  "$@" 2>&1 | tee "$OUT/$name.log"
+  local rc=${PIPESTATUS[0]}
+  note "$(printf '%-22s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - start))")"
+  return "$rc"
+}
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    info)
+      nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+        --format=csv 2>&1 | tee "$OUT/info.log"
+      "$KTUNE" devices | tee -a "$OUT/info.log"
+      ;;
+    tests)
+      run_step gpu-tests "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1
+      ;;
+    tune-elementwise)
+      run_step tune-copy-1G "$KTUNE" tune elementwise --op copy --n 1G
+      run_step tune-copy-256M "$KTUNE" tune elementwise --op copy --n 256M
+      run_step tune-add-256M "$KTUNE" tune elementwise --op add --n 256M
+      ;;
+    bench-elementwise)
+      run_step bench-elementwise "$KTUNE" bench elementwise --n 256M --csv "$OUT/bench_elementwise.csv"
+      ;;
+    *)
+      echo "unknown step $step" >&2
+      ;;
+  esac
+done
+"$KTUNE" query > "$OUT/query.txt" 2>&1
+echo
+echo "=== summary (device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+printf '%s\n' "${summary[@]}"
+for csv in "$OUT"/bench_*.csv; do
+  [ -f "$csv" ] || continue
+  echo "--- $(basename "$csv")"
+  awk -F, '{ printf "%-40s %-14s %10s %-6s %s\n", $7, $8, $13, $14, $15 }' "$csv"
+done

@@ -1,0 +1,299 @@
+// Elementwise family descriptor: parameters, constraints, names, launch geometry, workload.
+#include "templates/elementwise.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "ktune/error.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "templates/family.hpp"
+
+namespace ktune {
+
+using detail::check;
+using detail::driver;
+
+namespace {
+
+constexpr std::uint64_t kGuard = 64;  // poisoned elements before and after each output
+
+const char* op_name(ElementwiseOp op) {
+  switch (op) {
+    case ElementwiseOp::kCopy:
+      return "copy";
+    case ElementwiseOp::kAdd:
+      return "add";
+    case ElementwiseOp::kComplexCopy:
+      return "complex_copy";
+  }
+  return "?";
+}
+
+ElementwiseOp parse_op(const std::string& s) {
+  if (s == "copy") return ElementwiseOp::kCopy;
+  if (s == "add") return ElementwiseOp::kAdd;
+  if (s == "complex_copy") return ElementwiseOp::kComplexCopy;
+  throw Error(ErrorCode::kInvalidArgument,
+              "elementwise: unknown op '" + s + "' (copy, add, complex_copy)");
+}
+
+int dtype_bytes(const std::string& dtype) {
+  if (dtype == "f32") return 4;
+  if (dtype == "f64") return 8;
+  throw Error(ErrorCode::kInvalidArgument, "elementwise: unknown dtype '" + dtype + "' (f32, f64)");
+}
+
+const char* cuda_type(int bytes) { return bytes == 4 ? "float" : "double"; }
+
+int reads_of(ElementwiseOp op) { return op == ElementwiseOp::kCopy ? 1 : 2; }
+int writes_of(ElementwiseOp op) { return op == ElementwiseOp::kComplexCopy ? 2 : 1; }
+
+std::int64_t get(const Config& c, const char* name) {
+  auto it = c.find(name);
+  if (it == c.end())
+    throw Error(ErrorCode::kInvalidArgument, std::string("elementwise config: missing ") + name);
+  return it->second;
+}
+
+class ElementwiseWorkload;
+
+class ElementwiseFamily final : public Family {
+ public:
+  ElementwiseFamily() {
+    params_ = {
+        {"BLOCK", {0, 128, 256, 512, 1024}, "threads per block; 0 = the occupancy API's choice"},
+        {"GRID", {0, 1, 2, 4, 8, 16, 32}, "blocks per SM; 0 = one thread per VEC*UNROLL elements"},
+        {"STRIDE", {0, 1}, "1 = grid-stride loop; 0 = each block copies one contiguous chunk"},
+        {"UNROLL", {1, 2, 4, 8}, "accesses each thread keeps in flight per loop step"},
+        {"VEC", {1, 2, 4}, "elements per access (16 bytes at most); scalar path when unaligned"},
+        {"CACHE", {0, 1}, "1 = streaming loads/stores (.cs, evict-first)"},
+    };
+  }
+  std::string name() const override { return "elementwise"; }
+  std::string description() const override { return "copy, vector add and split complex copy"; }
+  std::string source_file() const override { return "elementwise.cuh"; }
+  const std::vector<Param>& params() const override { return params_; }
+  std::string metric_unit() const override { return "GB/s"; }
+
+  std::vector<Problem> check_problems() const override {
+    std::vector<Problem> out;
+    for (auto op : {ElementwiseOp::kCopy, ElementwiseOp::kAdd, ElementwiseOp::kComplexCopy})
+      for (const char* dtype : {"f32", "f64"})
+        out.push_back(elementwise_problem(op, dtype, 1 << 20, 16));
+    return out;
+  }
+  std::vector<Problem> default_problems() const override {
+    return {elementwise_problem(ElementwiseOp::kCopy, "f32", 256ull << 20, 16),
+            elementwise_problem(ElementwiseOp::kAdd, "f32", 256ull << 20, 16)};
+  }
+
+  void validate(const Problem& p) const override {
+    parse_op(p.attr("op"));
+    int bytes = dtype_bytes(p.attr("dtype"));
+    if (p.size("n") < 0) throw Error(ErrorCode::kInvalidArgument, "elementwise: n must be >= 0");
+    std::int64_t align = p.size("align");
+    if (align != 4 && align != 8 && align != 16)
+      throw Error(ErrorCode::kInvalidArgument, "elementwise: align must be 4, 8 or 16 bytes");
+    if (align < bytes)
+      throw Error(ErrorCode::kInvalidArgument, "elementwise: align " + std::to_string(align) +
+                                                   " is below the element size of " +
+                                                   p.attr("dtype"));
+    if (p.attrs.size() != 2 || p.sizes.size() != 2)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "elementwise: a problem has exactly op, dtype, n and align");
+  }
+
+  std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
+    const int bytes = dtype_bytes(p.attr("dtype"));
+    if (get(c, "VEC") * bytes > 16) return "VEC * element size exceeds 16 bytes";
+    if (get(c, "GRID") == 0 && get(c, "STRIDE") == 1)
+      return "a grid of one thread per element needs no grid-stride loop (same as STRIDE=0)";
+    if (get(c, "BLOCK") > limits.max_threads_per_block)
+      return "BLOCK exceeds the device's threads per block";
+    return {};
+  }
+
+  std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
+    const int op = static_cast<int>(parse_op(p.attr("op")));
+    return {"ktune::elementwise_kernel<" + std::to_string(op) + ", " +
+            cuda_type(dtype_bytes(p.attr("dtype"))) + ", " + std::to_string(get(c, "VEC")) + ", " +
+            std::to_string(get(c, "UNROLL")) + ", " + std::to_string(get(c, "STRIDE")) + ", " +
+            std::to_string(get(c, "CACHE")) + ">"};
+  }
+
+  Config default_config(const Problem& p, const DeviceLimits&) const override {
+    // A grid-stride loop over 8 blocks per SM with 16-byte accesses: correct for any n and any
+    // alignment (the kernel falls back to scalar accesses), and near the memory roofline.
+    return {{"BLOCK", 256},
+            {"GRID", 8},
+            {"STRIDE", 1},
+            {"UNROLL", 4},
+            {"VEC", 16 / dtype_bytes(p.attr("dtype"))},
+            {"CACHE", 0}};
+  }
+
+  std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
+                                          KernelCache& cache) const override;
+
+ private:
+  std::vector<Param> params_;
+};
+
+class ElementwiseWorkload final : public Workload {
+ public:
+  ElementwiseWorkload(const ElementwiseFamily& family, const Problem& p, const Device& device,
+                      KernelCache& cache)
+      : device_(device),
+        op_(parse_op(p.attr("op"))),
+        bytes_(dtype_bytes(p.attr("dtype"))),
+        n_(static_cast<std::uint64_t>(p.size("n"))),
+        align_(static_cast<int>(p.size("align"))) {
+    family.validate(p);
+    const std::uint64_t alloc = (n_ + 2 * kGuard) * bytes_ + 16;
+    const std::uint64_t offset = kGuard * bytes_ + (align_ == 16 ? 0 : align_);
+    for (int i = 0; i < reads_of(op_); ++i) inputs_.emplace_back(alloc);
+    for (int i = 0; i < writes_of(op_); ++i) outputs_.emplace_back(alloc);
+    result_ = detail::DeviceBuffer(2 * sizeof(std::uint64_t));
+    call_.n = n_;
+    call_.ptr.in0 = reinterpret_cast<const void*>(inputs_[0].get() + offset);
+    call_.ptr.in1 =
+        inputs_.size() > 1 ? reinterpret_cast<const void*>(inputs_[1].get() + offset) : nullptr;
+    call_.ptr.out0 = reinterpret_cast<void*>(outputs_[0].get() + offset);
+    call_.ptr.out1 =
+        outputs_.size() > 1 ? reinterpret_cast<void*>(outputs_[1].get() + offset) : nullptr;
+    // Helper kernels: the random fill and the bitwise check.
+    CompileRequest r = family.compile_request(family.default_config(p, device.limits()), p,
+                                              device.limits().arch());
+    const std::string type = cuda_type(bytes_);
+    r.name_expressions = {
+        "ktune::fill_random<" + type + ">",
+        "ktune::elementwise_check<" + std::to_string(static_cast<int>(op_)) + ", " + type + ">"};
+    helpers_ = cache.get(r);
+  }
+
+  void prepare(std::uint64_t seed, CUstream stream) override {
+    const auto& d = driver();
+    std::uint64_t count = inputs_.empty() ? 0 : inputs_[0].size() / bytes_;
+    for (std::size_t i = 0; i < inputs_.size(); ++i) {
+      CUdeviceptr p = inputs_[i].get();
+      std::uint64_t s = seed * 2 + i;
+      void* args[] = {&p, &count, &s};
+      helpers_->launch(0, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, args);
+    }
+    for (auto& o : outputs_)
+      check(d.cuMemsetD8Async(o.get(), 0xFF, o.size(), stream), "cuMemsetD8Async");
+  }
+
+  void run(const Kernel& kernel, const Config& config, CUstream stream) override {
+    elementwise_launch(kernel, config, device_.limits(), bytes_, call_, stream);
+  }
+
+  std::string verify(CUstream stream) override {
+    const auto& d = driver();
+    check(d.cuMemsetD8Async(result_.get(), 0, 8, stream), "cuMemsetD8Async");
+    check(d.cuMemsetD8Async(result_.get() + 8, 0xFF, 8, stream), "cuMemsetD8Async");
+    ElementwisePointers args = call_.ptr;
+    std::uint64_t n = n_, guard = kGuard;
+    CUdeviceptr result = result_.get();
+    void* params[] = {&args, &n, &guard, &result};
+    helpers_->launch(1, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, params);
+    std::uint64_t host[2] = {0, 0};
+    check(d.cuMemcpyDtoHAsync(host, result_.get(), sizeof(host), stream), "cuMemcpyDtoHAsync");
+    check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    if (host[0] == 0) return {};
+    const long long first = static_cast<long long>(host[1]) - static_cast<long long>(kGuard);
+    std::string where = first < 0 || first >= static_cast<long long>(n_)
+                            ? "a write outside the output at index " + std::to_string(first)
+                            : "first at index " + std::to_string(first);
+    return std::to_string(host[0]) + " wrong element(s), " + where;
+  }
+
+  double work() const override {
+    return static_cast<double>(n_) * bytes_ * (reads_of(op_) + writes_of(op_));
+  }
+  const ElementwiseCall& call() const { return call_; }
+  std::size_t bytes() const override {
+    std::size_t b = 0;
+    for (const auto& x : inputs_) b += x.size();
+    for (const auto& x : outputs_) b += x.size();
+    return b;
+  }
+
+ private:
+  const Device& device_;
+  ElementwiseOp op_;
+  int bytes_;
+  std::uint64_t n_;
+  int align_;
+  std::vector<detail::DeviceBuffer> inputs_, outputs_;
+  detail::DeviceBuffer result_;
+  ElementwiseCall call_;
+  std::shared_ptr<const Kernel> helpers_;
+};
+
+std::unique_ptr<Workload> ElementwiseFamily::make_workload(const Problem& p, const Device& device,
+                                                           KernelCache& cache) const {
+  return std::make_unique<ElementwiseWorkload>(*this, p, device, cache);
+}
+
+}  // namespace
+
+const Family& elementwise_family() {
+  static const ElementwiseFamily instance;
+  return instance;
+}
+
+ElementwiseCall elementwise_workload_call(const Workload& workload) {
+  const auto* w = dynamic_cast<const ElementwiseWorkload*>(&workload);
+  if (!w)
+    throw Error(ErrorCode::kInternal, "elementwise_workload_call: not an elementwise workload");
+  return w->call();
+}
+
+int alignment_of(const ElementwiseCall& call) {
+  std::uintptr_t bits = 16;
+  for (const void* p : {static_cast<const void*>(call.ptr.out0),
+                        static_cast<const void*>(call.ptr.out1), call.ptr.in0, call.ptr.in1})
+    if (p) bits |= reinterpret_cast<std::uintptr_t>(p);
+  return static_cast<int>(bits & (~bits + 1));  // lowest set bit, at most 16
+}
+
+Problem elementwise_problem(ElementwiseOp op, const std::string& dtype, std::uint64_t n,
+                            int align) {
+  if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw Error(ErrorCode::kInvalidArgument, "elementwise: n is too large");
+  Problem p;
+  p.family = "elementwise";
+  p.attrs = {{"op", op_name(op)}, {"dtype", dtype}};
+  p.sizes = {{"n", static_cast<std::int64_t>(n)}, {"align", align}};
+  return p;
+}
+
+void elementwise_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
+                        int element_bytes, const ElementwiseCall& call, CUstream stream) {
+  if (call.n == 0) return;
+  const int vec = static_cast<int>(get(config, "VEC"));
+  const int unroll = static_cast<int>(get(config, "UNROLL"));
+  const int grid_per_sm = static_cast<int>(get(config, "GRID"));
+  int block = static_cast<int>(get(config, "BLOCK"));
+  if (block == 0) block = kernel.occupancy_block_size(0);
+  const bool vector_ok = vec > 1 && alignment_of(call) >= vec * element_bytes;
+  const std::uint64_t units = vector_ok ? call.n / vec : call.n;
+  // Blocks that give every thread at least one full step of UNROLL accesses.
+  const std::uint64_t needed = std::max<std::uint64_t>(
+      1, (units + std::uint64_t(block) * unroll - 1) / (std::uint64_t(block) * unroll));
+  std::uint64_t grid = grid_per_sm == 0 ? needed
+                                        : std::min<std::uint64_t>(
+                                              needed, std::uint64_t(grid_per_sm) * limits.sm_count);
+  grid = std::min<std::uint64_t>(grid,
+                                 0x7fffffffull);  // the kernels loop over whatever the grid leaves
+  ElementwisePointers args = call.ptr;
+  std::uint64_t n = call.n;
+  int vector_flag = vector_ok ? 1 : 0;
+  void* params[] = {&args, &n, &vector_flag};
+  kernel.launch(0, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, stream,
+                params);
+}
+
+}  // namespace ktune

@@ -1,0 +1,95 @@
+// The family interface: what a template exposes (parameters, constraints, names, launch, check).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+#include "runtime/nvrtc.hpp"
+#include "runtime/problem.hpp"
+
+namespace ktune {
+
+class Kernel;
+class KernelCache;
+
+struct Param {
+  std::string name;
+  std::vector<std::int64_t> values;
+  std::string help;  // one line: what the parameter changes in the kernel
+};
+
+// One problem's device buffers, for verifying and timing candidates. Made by the family.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // Fresh random inputs (never zeros) and outputs poisoned (NaN / 0xFF), seeded.
+  virtual void prepare(std::uint64_t seed, CUstream stream) = 0;
+  // Runs the candidate once on the prepared buffers.
+  virtual void run(const Kernel& kernel, const Config& config, CUstream stream) = 0;
+  // "" when the outputs match the reference, else what is wrong (first mismatch).
+  virtual std::string verify(CUstream stream) = 0;
+  // Work of one run, in the family's metric: bytes moved (GB/s) or flops (TFLOPS).
+  virtual double work() const = 0;
+  // Device memory this workload holds, to size the L2 flush and report.
+  virtual std::size_t bytes() const = 0;
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  virtual std::string source_file() const = 0;  // e.g. "elementwise.cuh"
+  virtual const std::vector<Param>& params() const = 0;
+  virtual std::string metric_unit() const = 0;  // "GB/s" or "TFLOPS"
+
+  // Problems that together instantiate every kernel variant (ktune check), and the problems
+  // `ktune tune` tunes when none is named.
+  virtual std::vector<Problem> check_problems() const = 0;
+  virtual std::vector<Problem> default_problems() const = 0;
+  // Throws Error(kInvalidArgument) naming what is wrong when the problem is not one of ours.
+  virtual void validate(const Problem& problem) const = 0;
+
+  // Why `config` cannot serve `problem` on a device with `limits`, or "" when it can.
+  // Static constraints only (known before compiling); resource checks come after ptxas.
+  virtual std::string reject(const Config& config, const Problem& problem,
+                             const DeviceLimits& limits) const = 0;
+  // Reason the compiled kernel cannot run (registers, shared memory), or "".
+  virtual std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
+                                      const FunctionResources&) const {
+    return {};
+  }
+  virtual std::vector<std::string> name_expressions(const Config& config,
+                                                    const Problem& problem) const = 0;
+  // Valid for every problem on every device: the last step of the lookup chain.
+  virtual Config default_config(const Problem& problem, const DeviceLimits& limits) const = 0;
+
+  virtual std::unique_ptr<Workload> make_workload(const Problem& problem, const Device& device,
+                                                  KernelCache& cache) const = 0;
+
+  // Template hash: a changed template (or descriptor version) makes old results stale.
+  std::string template_hash() const;
+  CompileRequest compile_request(const Config& config, const Problem& problem,
+                                 const std::string& arch) const;
+  // Every parameter present with an allowed value; throws Error(kInvalidArgument) otherwise.
+  void check_config(const Config& config) const;
+
+ protected:
+  // Bumped when the descriptor changes meaning (launch geometry, parameter semantics).
+  virtual int descriptor_version() const { return 1; }
+};
+
+// Families by name; throws Error(kInvalidArgument) listing the known ones.
+const Family& find_family(const std::string& name);
+std::vector<const Family*> all_families();
+
+// Text of an embedded template file ("common.cuh"); throws Error(kInternal) if unknown.
+std::string template_source(const std::string& file);
+
+}  // namespace ktune

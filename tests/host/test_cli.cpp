@@ -1,0 +1,94 @@
+// Host tests: the ktune command's parsing, exit codes and messages; ktune check for sm_90.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "run_cli.hpp"
+#include "runtime/driver.hpp"
+
+namespace ktune {
+namespace {
+
+using testing::run_cli;
+
+TEST(Cli, HelpExitsZeroAndDescribesCommands) {
+  auto r = run_cli({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* word : {"tune", "query", "check", "bench", "explain", "devices", "Exit codes"})
+    EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  auto t = run_cli({"tune", "elementwise", "--help"});
+  EXPECT_EQ(t.exit_code, 0);
+  EXPECT_NE(t.out.find("--n"), std::string::npos);
+}
+
+struct BadArgs {
+  std::vector<std::string> args;
+  std::string names;  // what the message must mention
+};
+
+TEST(Cli, BadArgumentsExitTwoNamingTheArgument) {
+  const std::vector<BadArgs> cases = {
+      {{}, "subcommand"},
+      {{"frobnicate"}, "frobnicate"},
+      {{"tune", "elementwise", "--n", "4096x"}, "--n"},
+      {{"tune", "elementwise", "--n", "-1"}, "--n"},
+      {{"tune", "elementwise", "--n", "1e99"}, "--n"},
+      {{"tune", "elementwise", "--n", "99999999999999999999"}, "--n"},
+      {{"tune", "elementwise", "--op", "mul"}, "--op"},
+      {{"tune", "elementwise", "--dtype", "f16"}, "--dtype"},
+      {{"tune", "elementwise", "--align", "3"}, "--align"},
+      {{"tune", "elementwise", "--dtype", "f64", "--align", "4"}, "align"},
+      {{"tune", "elementwise", "--max-evals", "-5"}, "--max-evals"},
+      {{"tune", "elementwise", "--strategy", "magic"}, "--strategy"},
+      {{"tune", "fft"}, "fft"},
+      {{"check", "--arch", "sm_9x"}, "--arch"},
+      {{"check", "--family", "fft"}, "fft"},
+      {{"bench", "fft"}, "fft"},
+      {{"bench", "elementwise", "--n", "0"}, "--n"},
+      {{"explain", "elementwise", "n=1;op=copy"}, "dtype"},
+      {{"explain", "fft", "n=1"}, "fft"},
+      {{"query", "--family", "fft"}, "fft"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_cli(c.args);
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << joined << "\nstderr: " << r.err;
+    EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, DatabaseProblemsExitFourNamingTheFile) {
+  testing::TempDir dir;
+  std::string junk = dir.file("junk.db");
+  std::ofstream(junk) << std::string(4096, 'j');
+  auto r = run_cli({"query", "--db", junk});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find(junk), std::string::npos) << r.err;
+  auto missing = run_cli({"query", "--db", dir.file("missing.db")});
+  EXPECT_EQ(missing.exit_code, 4) << missing.err;
+  EXPECT_NE(missing.err.find("missing.db"), std::string::npos) << missing.err;
+}
+
+TEST(Cli, NoDriverExitsThreeWithAClearMessage) {
+  if (detail::driver_available())
+    GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"devices"}, {"tune", "elementwise", "--n", "1M"}, {"tune"}}) {
+    testing::TempDir dir;
+    auto r = run_cli(args, "KTUNE_DB=" + dir.file("t.db"));
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("no CUDA"), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, CheckCompilesEveryVariantOfEveryFamilyForSm90) {
+  auto r = run_cli({"check", "--arch", "sm_90"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("all kernels compile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("elementwise"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace ktune

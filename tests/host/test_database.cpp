@@ -1,0 +1,189 @@
+// Host tests: the SQLite database in temporary files (round trip, migrations, bad files).
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <fstream>
+
+#include "db/database.hpp"
+#include "ktune/error.hpp"
+#include "temp_dir.hpp"
+
+namespace ktune {
+namespace {
+
+using testing::TempDir;
+
+DeviceInfo fake_device(const std::string& name = "NVIDIA H100 80GB HBM3", int sms = 132) {
+  DeviceInfo d;
+  d.name = name;
+  d.limits.cc_major = 9;
+  d.limits.cc_minor = 0;
+  d.limits.sm_count = sms;
+  d.uuid = "GPU-test";
+  d.driver_version = 13000;
+  return d;
+}
+
+ResultRecord row(std::int64_t device, const std::string& config, double ms,
+                 const std::string& st = "ok") {
+  ResultRecord r;
+  r.device_id = device;
+  r.family = "elementwise";
+  r.template_hash = "hash1";
+  r.problem = "align=16;dtype=f32;n=1024;op=copy";
+  r.config = config;
+  r.status = st;
+  r.time_min_ms = ms * 0.9;
+  r.time_median_ms = ms;
+  r.time_max_ms = ms * 1.1;
+  r.repeats = 20;
+  r.metric = 1.0 / ms;
+  r.unit = "GB/s";
+  return r;
+}
+
+TEST(Database, CreatesSchemaInEmptyFileAndDirectory) {
+  TempDir dir;
+  std::string path = dir.file("nested/dir/tuning.db");
+  {
+    Database db(path);
+    EXPECT_EQ(db.schema_version(), Database::kSchemaVersion);
+  }
+  // An existing empty file (0 bytes) is a new database too.
+  std::ofstream(dir.file("empty.db")).close();
+  Database db2(dir.file("empty.db"));
+  EXPECT_EQ(db2.schema_version(), Database::kSchemaVersion);
+}
+
+TEST(Database, RoundTripOfDevicesRunsAndResults) {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  std::int64_t dev = 0, id = 0;
+  {
+    Database db(path);
+    dev = db.ensure_device(fake_device());
+    EXPECT_EQ(db.ensure_device(fake_device()), dev);  // same identity, same row
+    RunRecord run;
+    run.device_id = dev;
+    run.family = "elementwise";
+    run.template_hash = "hash1";
+    run.problem = "p";
+    run.strategy = "random";
+    run.seed = 7;
+    std::int64_t run_id = db.begin_run(run);
+    ResultRecord r = row(dev, "A=1", 2.0);
+    r.run_id = run_id;
+    id = db.mark_in_flight(r);
+    r.id = id;
+    db.store_result(r);
+    db.finish_run(run_id, "completed");
+  }
+  Database db(path, Database::Mode::kReadOnly);
+  auto rows = db.results({});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].id, id);
+  EXPECT_EQ(rows[0].status, "ok");
+  EXPECT_DOUBLE_EQ(rows[0].time_median_ms, 2.0);
+  EXPECT_EQ(rows[0].repeats, 20);
+  EXPECT_EQ(rows[0].device.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(rows[0].device.sm_count, 132);
+  auto runs = db.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, "completed");
+  EXPECT_EQ(runs[0].seed, 7);
+}
+
+TEST(Database, BestPerProblemPrefersFastestAndOwnResultsOverShipped) {
+  TempDir dir;
+  Database db(dir.file("t.db"));
+  std::int64_t dev = db.ensure_device(fake_device());
+  db.put_result(row(dev, "A=1", 3.0));
+  db.put_result(row(dev, "A=2", 2.0));
+  db.put_result(row(dev, "A=3", 1.0, "wrong_result"));
+  ResultRecord shipped = row(dev, "A=4", 0.5);
+  shipped.origin = "shipped";
+  db.put_result(shipped);
+  auto best = db.best_results("elementwise", "hash1");
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].config, "A=2");  // fastest own ok result; shipped ranks after own
+  EXPECT_TRUE(db.best_results("elementwise", "other-hash").empty());  // stale hash not used
+}
+
+TEST(Database, InFlightRowsBecomeCrashedAndCountAsEvaluated) {
+  TempDir dir;
+  Database db(dir.file("t.db"));
+  std::int64_t dev = db.ensure_device(fake_device());
+  db.mark_in_flight(row(dev, "A=1", 0));
+  db.put_result(row(dev, "A=2", 1.0));
+  auto evaluated =
+      db.evaluated_configs(dev, "elementwise", "hash1", "align=16;dtype=f32;n=1024;op=copy");
+  EXPECT_EQ(evaluated, (std::set<std::string>{"A=1", "A=2"}));
+  EXPECT_EQ(db.mark_crashed(dev, "elementwise", "hash1", "align=16;dtype=f32;n=1024;op=copy"), 1);
+  auto rows = db.results({});
+  EXPECT_EQ(rows[0].status, "crashed");
+  EXPECT_EQ(rows[1].status, "ok");
+}
+
+TEST(Database, BinaryCacheRoundTrip) {
+  TempDir dir;
+  Database db(dir.file("t.db"));
+  CachedBinary b{{'\x7f', 'E', 'L', 'F', '\0', '\1'}, {"_Z1av", "_Z1bv"}, "res"};
+  db.put_binary("key1", "sm_90", b);
+  auto got = db.find_binary("key1");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->cubin, b.cubin);
+  EXPECT_EQ(got->lowered_names, b.lowered_names);
+  EXPECT_FALSE(db.find_binary("other"));
+  EXPECT_EQ(db.binary_count(), 1);
+}
+
+void expect_db_error(const std::string& path, const std::string& fragment) {
+  try {
+    Database db(path);
+    FAIL() << "opened " << path;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDatabase);
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Database, NotADatabaseIsAClearErrorAndTheFileIsUntouched) {
+  TempDir dir;
+  std::string path = dir.file("notes.txt");
+  std::string text(8192, 'x');
+  std::ofstream(path) << text;
+  expect_db_error(path, "not a SQLite database");
+  std::ifstream in(path);
+  std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(back, text);
+}
+
+TEST(Database, ForeignSqliteFileIsRejected) {
+  TempDir dir;
+  std::string path = dir.file("other.db");
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  sqlite3_exec(h, "CREATE TABLE accounts(id INTEGER)", nullptr, nullptr, nullptr);
+  sqlite3_close(h);
+  expect_db_error(path, "another application");
+}
+
+TEST(Database, NewerSchemaIsRejected) {
+  TempDir dir;
+  std::string path = dir.file("new.db");
+  { Database db(path); }
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  sqlite3_exec(h, "PRAGMA user_version=99", nullptr, nullptr, nullptr);
+  sqlite3_close(h);
+  expect_db_error(path, "newer");
+}
+
+TEST(Database, ReadOnlyModeOnMissingFileIsAnError) {
+  TempDir dir;
+  EXPECT_THROW(Database(dir.file("missing.db"), Database::Mode::kReadOnly), Error);
+}
+
+}  // namespace
+}  // namespace ktune

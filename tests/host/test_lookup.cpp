@@ -1,0 +1,110 @@
+// Host tests: the lookup chain against a database built in the test (no GPU needed).
+#include <gtest/gtest.h>
+
+#include "db/database.hpp"
+#include "runtime/lookup.hpp"
+#include "temp_dir.hpp"
+#include "templates/family.hpp"
+
+namespace ktune {
+namespace {
+
+DeviceInfo device(const std::string& name, int major, int minor, int sms) {
+  DeviceInfo d;
+  d.name = name;
+  d.limits = DeviceLimits::for_arch(major, minor);
+  d.limits.sm_count = sms;
+  return d;
+}
+
+class Lookup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = std::make_unique<Database>(dir_.file("t.db"));
+    h100_ = device("NVIDIA H100 80GB HBM3", 9, 0, 132);
+    h200_ = device("NVIDIA H200", 9, 0, 132);
+    a100_ = device("NVIDIA A100-SXM4-80GB", 8, 0, 108);
+  }
+  void put(const DeviceInfo& d, const std::string& problem, const std::string& config, double ms,
+           const std::string& hash = "") {
+    ResultRecord r;
+    r.device_id = db_->ensure_device(d);
+    r.family = "elementwise";
+    r.template_hash = hash.empty() ? family().template_hash() : hash;
+    r.problem = problem;
+    r.config = config;
+    r.status = "ok";
+    r.time_median_ms = ms;
+    r.metric = 100.0 / ms;
+    r.unit = "GB/s";
+    db_->put_result(r);
+  }
+  const Family& family() { return find_family("elementwise"); }
+  Problem p(const std::string& key) { return Problem::parse("elementwise", key); }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Database> db_;
+  DeviceInfo h100_, h200_, a100_;
+};
+
+const char* kA = "BLOCK=256,CACHE=0,GRID=4,STRIDE=1,UNROLL=2,VEC=4";
+const char* kB = "BLOCK=512,CACHE=1,GRID=8,STRIDE=0,UNROLL=4,VEC=2";
+const char* kC = "BLOCK=128,CACHE=0,GRID=0,STRIDE=0,UNROLL=1,VEC=1";
+
+TEST_F(Lookup, DefaultWithoutDatabaseOrResults) {
+  auto r = lookup_config(nullptr, h100_, family(), p("align=16;dtype=f32;n=1000;op=copy"));
+  EXPECT_EQ(r.step, LookupStep::kDefault);
+  r = lookup_config(db_.get(), h100_, family(), p("align=16;dtype=f32;n=1000;op=copy"));
+  EXPECT_EQ(r.step, LookupStep::kDefault);
+}
+
+TEST_F(Lookup, ExactThenNearestThenSameArchThenDefault) {
+  put(h100_, "align=16;dtype=f32;n=1048576;op=copy", kA, 1.0);
+  put(h100_, "align=16;dtype=f32;n=1073741824;op=copy", kB, 1.0);
+  put(h200_, "align=16;dtype=f32;n=1024;op=add", kC, 1.0);
+
+  auto exact = lookup_config(db_.get(), h100_, family(), p("align=16;dtype=f32;n=1048576;op=copy"));
+  EXPECT_EQ(exact.step, LookupStep::kExact);
+  EXPECT_EQ(to_string(exact.config), kA);
+
+  auto near_small =
+      lookup_config(db_.get(), h100_, family(), p("align=16;dtype=f32;n=2000000;op=copy"));
+  EXPECT_EQ(near_small.step, LookupStep::kNearest);
+  EXPECT_EQ(to_string(near_small.config), kA);
+  auto near_big =
+      lookup_config(db_.get(), h100_, family(), p("align=16;dtype=f32;n=500000000;op=copy"));
+  EXPECT_EQ(to_string(near_big.config), kB);
+
+  // add was tuned only on the H200: same compute capability answers for the H100.
+  auto same = lookup_config(db_.get(), h100_, family(), p("align=16;dtype=f32;n=4096;op=add"));
+  EXPECT_EQ(same.step, LookupStep::kSameArch);
+  EXPECT_EQ(to_string(same.config), kC);
+  EXPECT_NE(same.device.find("H200"), std::string::npos);
+
+  // Not for another architecture: the A100 gets the default.
+  auto other = lookup_config(db_.get(), a100_, family(), p("align=16;dtype=f32;n=4096;op=add"));
+  EXPECT_EQ(other.step, LookupStep::kDefault);
+}
+
+TEST_F(Lookup, StaleAndInvalidRowsAreSkipped) {
+  put(h100_, "align=16;dtype=f64;n=1024;op=copy", kA, 1.0, "stale-template-hash");
+  // VEC=4 is not valid for f64: such a row (imported by hand, say) must not be used.
+  put(h100_, "align=16;dtype=f64;n=2048;op=copy", kA, 1.0);
+  put(h100_, "align=16;dtype=f64;n=4096;op=copy", "BLOCK=256,UNKNOWN=1", 1.0);
+  auto r = lookup_config(db_.get(), h100_, family(), p("align=16;dtype=f64;n=1024;op=copy"));
+  EXPECT_EQ(r.step, LookupStep::kDefault);
+  put(h100_, "align=16;dtype=f64;n=8192;op=copy", kB, 1.0);
+  r = lookup_config(db_.get(), h100_, family(), p("align=16;dtype=f64;n=1024;op=copy"));
+  EXPECT_EQ(r.step, LookupStep::kNearest);
+  EXPECT_EQ(to_string(r.config), kB);
+}
+
+TEST_F(Lookup, AlignmentIsADimensionOfTheDistance) {
+  put(h100_, "align=16;dtype=f32;n=1048576;op=copy", kA, 1.0);
+  put(h100_, "align=4;dtype=f32;n=1048576;op=copy", kC, 1.0);
+  auto r = lookup_config(db_.get(), h100_, family(), p("align=4;dtype=f32;n=1000000;op=copy"));
+  EXPECT_EQ(to_string(r.config), kC);
+}
+
+}  // namespace
+}  // namespace ktune

@@ -1,0 +1,131 @@
+// Host tests: NVRTC compiles for sm_90 without a GPU, lowered names, ptxas report, errors, threads.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "ktune/error.hpp"
+#include "runtime/nvrtc.hpp"
+#include "templates/family.hpp"
+
+namespace ktune {
+namespace {
+
+const char* kSource = R"(
+namespace demo {
+template <int N> __global__ void scale(float* p) {
+  __shared__ float tile[N];
+  tile[threadIdx.x % N] = p[threadIdx.x];
+  __syncthreads();
+  p[threadIdx.x] = tile[(threadIdx.x + 1) % N] * N;
+}
+}
+)";
+
+TEST(Nvrtc, CompilesForExplicitArchWithoutGpuAndLowersNames) {
+  CompileRequest r;
+  r.source_name = "demo.cu";
+  r.source = kSource;
+  r.name_expressions = {"demo::scale<64>", "demo::scale<128>"};
+  r.arch = "sm_90";
+  CompileResult c = compile(r);
+  EXPECT_GT(c.cubin.size(), 100u);
+  ASSERT_EQ(c.lowered_names.size(), 2u);
+  EXPECT_EQ(c.lowered_names[0], "_ZN4demo5scaleILi64EEEvPf");
+  ASSERT_EQ(c.resources.size(), 2u);
+  EXPECT_GT(c.resources[0].registers, 0);
+  EXPECT_EQ(c.resources[0].smem_static, 64 * 4);
+  EXPECT_EQ(c.resources[1].smem_static, 128 * 4);
+  EXPECT_FALSE(c.resources[0].spills());
+}
+
+TEST(Nvrtc, CompileErrorCarriesLogAndOptions) {
+  CompileRequest r;
+  r.source_name = "broken.cu";
+  r.source = "__global__ void k() { this_is_not_declared = 1; }";
+  r.name_expressions = {"k"};
+  try {
+    compile(r);
+    FAIL() << "compiled a broken source";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCompile);
+    EXPECT_NE(e.details().find("this_is_not_declared"), std::string::npos) << e.details();
+    EXPECT_NE(e.details().find("--gpu-architecture=sm_90"), std::string::npos) << e.details();
+  }
+}
+
+TEST(Nvrtc, StaticAssertRejectsImpossibleTemplateCombination) {
+  const Family& f = find_family("elementwise");
+  CompileRequest r = f.compile_request(
+      {{"BLOCK", 256}, {"GRID", 8}, {"STRIDE", 1}, {"UNROLL", 4}, {"VEC", 4}, {"CACHE", 0}},
+      Problem::parse("elementwise", "align=16;dtype=f32;n=100;op=copy"), "sm_90");
+  r.name_expressions = {"ktune::elementwise_kernel<0, double, 4, 1, 1, 0>"};  // 32-byte access
+  try {
+    compile(r);
+    FAIL() << "a 32-byte vector access compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(e.details().find("at most 16 bytes"), std::string::npos) << e.details();
+  }
+}
+
+TEST(Nvrtc, SafeFromSeveralThreads) {
+  std::vector<std::future<CompileResult>> results;
+  for (int i = 0; i < 4; ++i)
+    results.push_back(std::async(std::launch::async, [i] {
+      CompileRequest r;
+      r.source_name = "demo.cu";
+      r.source = kSource;
+      r.name_expressions = {"demo::scale<" + std::to_string(32 << i) + ">"};
+      return compile(r);
+    }));
+  for (int i = 0; i < 4; ++i) {
+    CompileResult c = results[i].get();
+    EXPECT_EQ(c.resources[0].smem_static, (32 << i) * 4);
+  }
+}
+
+TEST(PtxasLog, ParsesRegistersSpillsSharedMemory) {
+  const char* log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function '_Z1av' for 'sm_90'\n"
+      "ptxas info    : Function properties for _Z1av\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 16384 bytes smem, 400 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function '_Z1bv' for 'sm_90'\n"
+      "ptxas info    : Function properties for _Z1bv\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 32 registers, used 0 barriers, 380 bytes cmem[0]\n";
+  auto r = parse_ptxas_log(log);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].mangled_name, "_Z1av");
+  EXPECT_EQ(r[0].registers, 255);
+  EXPECT_EQ(r[0].barriers, 1);
+  EXPECT_EQ(r[0].smem_static, 16384);
+  EXPECT_EQ(r[0].stack_frame, 16);
+  EXPECT_EQ(r[0].spill_stores, 8);
+  EXPECT_EQ(r[0].spill_loads, 12);
+  EXPECT_TRUE(r[0].spills());
+  EXPECT_EQ(r[1].registers, 32);
+  EXPECT_EQ(r[1].smem_static, 0);
+  EXPECT_FALSE(r[1].spills());
+}
+
+TEST(CacheKey, ChangesWithEveryInput) {
+  CompileRequest r;
+  r.source = kSource;
+  r.name_expressions = {"demo::scale<64>"};
+  std::string base = compile_cache_key(r);
+  CompileRequest a = r;
+  a.arch = "sm_80";
+  CompileRequest b = r;
+  b.options = {"-DX"};
+  CompileRequest c = r;
+  c.name_expressions = {"demo::scale<128>"};
+  CompileRequest d = r;
+  d.source += " ";
+  for (const auto& x : {a, b, c, d}) EXPECT_NE(compile_cache_key(x), base);
+  EXPECT_EQ(compile_cache_key(r), base);
+}
+
+}  // namespace
+}  // namespace ktune

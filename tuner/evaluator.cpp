@@ -1,0 +1,95 @@
+// Candidate evaluation: classify by CUDA error code, verify, then time.
+#include "tuner/evaluator.hpp"
+
+#include <algorithm>
+
+#include "ktune/error.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "templates/family.hpp"
+
+namespace ktune {
+
+using detail::check;
+using detail::driver;
+
+L2Flusher::L2Flusher(const DeviceLimits& limits)
+    : buffer_(static_cast<std::size_t>(limits.l2_bytes) * 2) {}
+
+void L2Flusher::flush(CUstream stream) {
+  // A different value each time, so that no level of the memory system can skip the writes.
+  check(driver().cuMemsetD8Async(buffer_.get(), ++value_, buffer_.size(), stream),
+        "cuMemsetD8Async (L2 flush)");
+}
+
+TimingStats time_on_stream(const std::function<void(CUstream)>& run, CUstream stream,
+                           const TimingOptions& options, L2Flusher* flusher) {
+  for (int i = 0; i < options.warmup; ++i) run(stream);
+  std::vector<double> times;
+  detail::Event start, stop;
+  for (int i = 0; i < std::max(1, options.repeats); ++i) {
+    if (flusher && options.flush_l2) flusher->flush(stream);
+    start.record(stream);
+    run(stream);
+    stop.record(stream);
+    times.push_back(stop.since(start));
+  }
+  std::sort(times.begin(), times.end());
+  TimingStats s;
+  s.repeats = static_cast<int>(times.size());
+  s.min_ms = times.front();
+  s.max_ms = times.back();
+  const std::size_t n = times.size();
+  s.median_ms = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  return s;
+}
+
+double metric_of(double work, double median_ms, const std::string& unit) {
+  if (median_ms <= 0) return 0;
+  const double per_second = work / (median_ms * 1e-3);
+  return unit == "TFLOPS" ? per_second / 1e12 : per_second / 1e9;
+}
+
+Evaluator::Evaluator(const Device& device, Workload& workload, std::string unit,
+                     TimingOptions options)
+    : device_(device),
+      workload_(workload),
+      unit_(std::move(unit)),
+      options_(options),
+      flusher_(device.limits()) {}
+
+Measurement Evaluator::evaluate(const Kernel& kernel, const Config& config, std::uint64_t seed) {
+  Measurement m;
+  const auto& d = driver();
+  CUstream s = stream_.get();
+  try {
+    workload_.prepare(seed, s);
+    workload_.run(kernel, config, s);
+    CUresult r = d.cuStreamSynchronize(s);
+    if (r != CUDA_SUCCESS) check(r, "kernel execution");
+    std::string wrong = workload_.verify(s);
+    if (!wrong.empty()) {
+      m.status = "wrong_result";
+      m.message = wrong;
+      return m;
+    }
+    m.timing = time_on_stream([&](CUstream st) { workload_.run(kernel, config, st); }, s, options_,
+                              &flusher_);
+    m.metric = metric_of(workload_.work(), m.timing.median_ms, unit_);
+    m.status = "ok";
+  } catch (const Error& e) {
+    const auto r = static_cast<CUresult>(e.cuda_result());
+    if (e.code() != ErrorCode::kCuda) throw;
+    m.message = e.what();
+    if (detail::is_sticky_error(r)) {
+      m.status = r == CUDA_ERROR_LAUNCH_TIMEOUT ? "timeout" : "fault";
+      m.context_lost = true;
+    } else {
+      m.status = "launch_error";
+      d.cuStreamSynchronize(s);  // drain; a non-sticky error leaves the stream usable
+    }
+  }
+  return m;
+}
+
+}  // namespace ktune

@@ -1,0 +1,74 @@
+// Verifies and times one candidate on the GPU, following BENCHMARKING.md: fresh random inputs,
+// poisoned outputs, reference check, warm-up, L2 flush, median of repeats with CUDA events.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+#include "runtime/problem.hpp"
+
+namespace ktune {
+
+class Kernel;
+class Workload;
+
+struct TimingOptions {
+  int warmup = 3;
+  int repeats = 20;
+  bool flush_l2 = true;
+};
+
+struct TimingStats {
+  double min_ms = 0, median_ms = 0, max_ms = 0;
+  int repeats = 0;
+};
+
+// Overwrites a buffer twice the L2 size so that each timed run starts with a cold cache.
+class L2Flusher {
+ public:
+  explicit L2Flusher(const DeviceLimits& limits);
+  void flush(CUstream stream);
+
+ private:
+  detail::DeviceBuffer buffer_;
+  unsigned char value_ = 0;
+};
+
+// Times `run` (which enqueues work on `stream`) with CUDA events: warm-up, then `repeats` timed
+// runs, each after an L2 flush (when a flusher is given). Throws the run's errors.
+TimingStats time_on_stream(const std::function<void(CUstream)>& run, CUstream stream,
+                           const TimingOptions& options, L2Flusher* flusher);
+
+struct Measurement {
+  std::string status;  // ok, launch_error, fault, wrong_result
+  std::string message;
+  TimingStats timing;
+  double metric = 0;          // in the family's unit
+  bool context_lost = false;  // a sticky error: this process can run nothing more on the GPU
+};
+
+// metric = work / time in the family's unit (GB/s: 1e9 bytes per second; TFLOPS: 1e12 flop/s).
+double metric_of(double work, double median_ms, const std::string& unit);
+
+class Evaluator {
+ public:
+  Evaluator(const Device& device, Workload& workload, std::string unit, TimingOptions options);
+  // Runs the candidate once on fresh data and verifies it; if correct, times it.
+  Measurement evaluate(const Kernel& kernel, const Config& config, std::uint64_t seed);
+
+ private:
+  const Device& device_;
+  Workload& workload_;
+  std::string unit_;
+  TimingOptions options_;
+  detail::Stream stream_;
+  L2Flusher flusher_;
+};
+
+}  // namespace ktune

@@ -1,0 +1,32 @@
+// Search strategies behind one interface: propose candidates, observe their results.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ktune {
+
+class SearchSpace;
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  // The next candidate to evaluate (an index into the space), or nullopt when the strategy has
+  // nothing more to propose. Never proposes an index twice, nor one marked done.
+  virtual std::optional<std::size_t> propose() = 0;
+  // The outcome of a proposed candidate: its median time, or nullopt if it failed.
+  virtual void observe(std::size_t index, std::optional<double> time_ms) = 0;
+};
+
+// "exhaustive" or "random"; `done` are indices already evaluated (never proposed again).
+// Deterministic for a given seed. Throws Error(kInvalidArgument) for an unknown name.
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,
+                                        std::uint64_t seed, const std::vector<bool>& done);
+std::vector<std::string> strategy_names();
+
+}  // namespace ktune

@@ -1,0 +1,259 @@
+// Tuning loop with compiles pipelined ahead of the GPU and one committed row per candidate.
+#include "tuner/tuner.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <future>
+
+#include "ktune/error.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/nvrtc.hpp"
+#include "runtime/util.hpp"
+#include "templates/family.hpp"
+#include "tuner/space.hpp"
+#include "tuner/strategy.hpp"
+#include "tuner/thread_pool.hpp"
+
+#ifndef KTUNE_VERSION
+#define KTUNE_VERSION "dev"
+#endif
+
+namespace ktune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct CompileOutcome {
+  std::optional<CompileResult> result;
+  std::string error;
+  std::string details;
+  std::string key;
+};
+
+struct Pending {
+  std::size_t index;
+  std::future<CompileOutcome> outcome;
+};
+
+class Progress {
+ public:
+  Progress(bool enabled, std::string label)
+      : enabled_(enabled && isatty(STDERR_FILENO)), label_(std::move(label)) {}
+  void update(std::size_t done, std::size_t planned, const std::optional<ResultRecord>& best,
+              double elapsed) {
+    if (!enabled_) return;
+    std::string best_text = best ? format_metric(best->metric, best->unit) : "-";
+    double eta = done ? elapsed / done * (planned - std::min(done, planned)) : 0;
+    std::fprintf(stderr, "\r\033[K%s  [%zu/%zu]  best %s  elapsed %.0fs  ETA %.0fs", label_.c_str(),
+                 done, planned, best_text.c_str(), elapsed, eta);
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (enabled_) std::fprintf(stderr, "\r\033[K");
+  }
+  static std::string format_metric(double v, const std::string& unit) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.4g %s", v, unit.c_str());
+    return buf;
+  }
+
+ private:
+  bool enabled_;
+  std::string label_;
+};
+
+}  // namespace
+
+TuneSummary tune(Database& db, const Device& device, const Family& family, const Problem& problem,
+                 const TuneOptions& options) {
+  const auto started = Clock::now();
+  family.validate(problem);
+  device.make_current();
+  TuneSummary summary;
+  summary.problem = problem.key();
+  const DeviceLimits& limits = device.limits();
+  const std::string hash = family.template_hash();
+  const std::string key = problem.key();
+  const std::string unit = family.metric_unit();
+
+  SearchSpace space(family, problem, limits);
+  summary.space_size = space.size();
+  const std::int64_t device_id = db.ensure_device(device.info());
+  summary.crashed_recovered = db.mark_crashed(device_id, family.name(), hash, key);
+  std::vector<bool> done(space.size(), false);
+  for (const auto& text : db.evaluated_configs(device_id, family.name(), hash, key)) {
+    std::size_t i = space.index_of(text);
+    if (i != SearchSpace::npos) {
+      done[i] = true;
+      ++summary.already_done;
+    }
+  }
+  std::string strategy_name = options.strategy;
+  if (strategy_name == "auto")
+    strategy_name =
+        options.max_evals == 0 || space.size() <= options.max_evals ? "exhaustive" : "random";
+  summary.strategy = strategy_name;
+  auto strategy = make_strategy(strategy_name, space, options.seed, done);
+
+  RunRecord run;
+  run.device_id = device_id;
+  run.family = family.name();
+  run.template_hash = hash;
+  run.problem = key;
+  run.strategy = strategy_name;
+  run.seed = static_cast<std::int64_t>(options.seed);
+  run.budget = "max_evals=" + std::to_string(options.max_evals) +
+               ",max_seconds=" + std::to_string(options.max_seconds);
+  summary.run_id = db.begin_run(run);
+
+  KernelCache cache(device, &db);
+  std::unique_ptr<Workload> workload = family.make_workload(problem, device, cache);
+  Evaluator evaluator(device, *workload, unit, options.timing);
+
+  ThreadPool pool(options.compile_threads);
+  const std::string arch = limits.arch();
+  std::deque<Pending> queue;
+  const std::size_t window = pool.size() * 2;
+  const std::size_t remaining = space.size() - summary.already_done;
+  const std::size_t planned =
+      options.max_evals ? std::min(options.max_evals, remaining) : remaining;
+  std::size_t proposed = 0;
+  std::atomic<double> compile_seconds{0};
+
+  auto refill = [&] {
+    while (queue.size() < window && proposed < planned) {
+      auto next = strategy->propose();
+      if (!next) break;
+      ++proposed;
+      CompileRequest request = family.compile_request(space.at(*next), problem, arch);
+      queue.push_back({*next, pool.submit([request = std::move(request), &compile_seconds] {
+                         CompileOutcome out;
+                         out.key = compile_cache_key(request);
+                         auto t0 = Clock::now();
+                         try {
+                           out.result = compile(request);
+                         } catch (const Error& e) {
+                           out.error = e.what();
+                           out.details = e.details();
+                         }
+                         double s = seconds_since(t0);
+                         double cur = compile_seconds.load();
+                         while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
+                         }
+                         return out;
+                       })});
+    }
+  };
+
+  Progress progress(options.progress, family.name() + " " + key);
+  std::optional<ResultRecord> best_this_run;
+  summary.stop_reason = "space exhausted";
+  refill();
+  while (!queue.empty()) {
+    if (options.max_seconds > 0 && seconds_since(started) > options.max_seconds) {
+      summary.stop_reason = "time budget";
+      break;
+    }
+    Pending pending = std::move(queue.front());
+    queue.pop_front();
+    auto wait_start = Clock::now();
+    CompileOutcome outcome = pending.outcome.get();
+    summary.gpu_wait_seconds += seconds_since(wait_start);
+    refill();
+
+    const Config& config = space.at(pending.index);
+    ResultRecord row;
+    row.run_id = summary.run_id;
+    row.device_id = device_id;
+    row.family = family.name();
+    row.template_hash = hash;
+    row.problem = key;
+    row.config = to_string(config);
+    row.unit = unit;
+    row.tool_version = KTUNE_VERSION;
+    row.nvrtc_version = nvrtc_version();
+    row.driver_version = device.info().driver_version;
+    std::optional<double> observed;
+    if (!outcome.result) {
+      row.status = status::kCompileError;
+      row.message = outcome.error + "\n" + outcome.details;
+      db.put_result(row);
+    } else {
+      const CompileResult& compiled = *outcome.result;
+      const FunctionResources& res = compiled.resources.front();
+      row.registers = res.registers;
+      row.spill_bytes = res.spill_stores + res.spill_loads;
+      row.smem_bytes = res.smem_static;
+      row.compile_ms = compiled.compile_ms;
+      std::string invalid = family.reject_compiled(config, problem, limits, res);
+      if (!invalid.empty()) {
+        row.status = status::kInvalid;
+        row.message = invalid;
+        db.put_result(row);
+      } else {
+        // Committed as in flight before the GPU runs it: a crash here is recorded, not repeated.
+        row.id = db.mark_in_flight(row);
+        Measurement m;
+        try {
+          auto kernel = cache.load(outcome.key, compiled);
+          m = evaluator.evaluate(*kernel, config, options.seed * 1000003ull + pending.index);
+        } catch (const Error& e) {
+          if (e.code() != ErrorCode::kCuda) throw;
+          m.status = detail::is_sticky_error(static_cast<CUresult>(e.cuda_result()))
+                         ? status::kFault
+                         : status::kLaunchError;
+          m.context_lost = m.status == status::kFault;
+          m.message = e.what();
+        }
+        row.status = m.status;
+        row.message = m.message;
+        row.time_min_ms = m.timing.min_ms;
+        row.time_median_ms = m.timing.median_ms;
+        row.time_max_ms = m.timing.max_ms;
+        row.repeats = m.timing.repeats;
+        row.metric = m.metric;
+        db.store_result(row);
+        if (m.status == status::kOk) observed = m.timing.median_ms;
+        if (m.context_lost) {
+          summary.stop_reason = "context lost (" + m.message + "); run again to resume";
+          ++summary.evaluated;
+          ++summary.failed;
+          break;
+        }
+      }
+    }
+    strategy->observe(pending.index, observed);
+    ++summary.evaluated;
+    if (observed) {
+      ++summary.ok;
+      if (!best_this_run || row.time_median_ms < best_this_run->time_median_ms) best_this_run = row;
+    } else {
+      ++summary.failed;
+    }
+    progress.update(summary.evaluated, planned, best_this_run, seconds_since(started));
+    if (queue.empty() && proposed >= planned && planned < remaining)
+      summary.stop_reason = "evaluation budget";
+  }
+  progress.finish();
+  // Let outstanding compiles finish before the pool and the queue go away.
+  for (auto& p : queue) p.outcome.wait();
+  db.finish_run(summary.run_id,
+                summary.stop_reason.rfind("context lost", 0) == 0 ? "aborted" : "completed");
+  for (const auto& r : db.best_results(family.name(), hash, device_id))
+    if (r.problem == key) summary.best = r;
+  summary.seconds = seconds_since(started);
+  summary.compile_seconds = compile_seconds.load();
+  return summary;
+}
+
+}  // namespace ktune

@@ -1,0 +1,50 @@
+// The tuning loop: space -> strategy -> compile (thread pool) -> verify and time -> database.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "db/database.hpp"
+#include "runtime/problem.hpp"
+#include "tuner/evaluator.hpp"
+
+namespace ktune {
+
+class Device;
+class Family;
+
+struct TuneOptions {
+  std::string strategy = "auto";  // auto: exhaustive when the space fits the budget, else random
+  std::uint64_t seed = 1;
+  std::size_t max_evals = 400;   // 0: no limit
+  double max_seconds = 0;        // 0: no limit
+  unsigned compile_threads = 0;  // 0: one per hardware thread
+  TimingOptions timing;
+  bool progress = true;  // a progress line on stderr when it is a terminal
+};
+
+struct TuneSummary {
+  std::int64_t run_id = 0;
+  std::string strategy;
+  std::string problem;
+  std::size_t space_size = 0;
+  std::size_t already_done = 0;  // evaluated by earlier runs, skipped
+  std::size_t evaluated = 0;     // in this run
+  std::size_t ok = 0;
+  std::size_t failed = 0;
+  int crashed_recovered = 0;  // rows left in flight by a killed run, now marked crashed
+  std::string stop_reason;    // space exhausted, evaluation budget, time budget, context lost
+  double seconds = 0;
+  double compile_seconds = 0;        // summed over compile threads
+  double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
+  std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
+};
+
+// Tunes one problem. Every candidate is written as soon as it is measured; a run stopped at any
+// point resumes where it stopped (evaluated configurations are skipped).
+TuneSummary tune(Database& db, const Device& device, const Family& family, const Problem& problem,
+                 const TuneOptions& options);
+
+}  // namespace ktune
