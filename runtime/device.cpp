@@ -103,7 +103,9 @@ Device::Device(int ordinal) {
   info_.memory_clock_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
   info_.memory_bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
-  make_current();
+  // Always bind here: if the primary context was released to zero and retained again, its handle
+  // can be the same while this thread's binding still points at the destroyed instance.
+  check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
 Device::~Device() {

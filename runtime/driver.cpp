@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 namespace ktune::detail {
 namespace {
@@ -39,8 +40,13 @@ Loaded load() {
   }
   std::string missing;
   auto resolve = [&](const char* name, void** slot) {
+    // Each pointer must have the ABI that cuda.h declares for the name. cuGetProcAddress with
+    // CUDA_VERSION returns the newest ABI, which differs where cuda.h keeps an older one without
+    // a _vN macro: cuCtxSynchronize(void) became cuCtxSynchronize_v2(CUcontext) in CUDA 13.0.
+    int version = CUDA_VERSION;
+    if (std::string_view(name) == "cuCtxSynchronize") version = 2000;
     CUdriverProcAddressQueryResult status{};
-    CUresult r = get_proc(name, slot, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+    CUresult r = get_proc(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
     if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !*slot) {
       *slot = nullptr;
       missing += missing.empty() ? name : std::string(", ") + name;

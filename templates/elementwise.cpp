@@ -114,6 +114,18 @@ class ElementwiseFamily final : public Family {
     return {};
   }
 
+  std::string reject_compiled(const Config& c, const Problem&, const DeviceLimits& limits,
+                              const FunctionResources& res) const override {
+    const std::int64_t block = get(c, "BLOCK");
+    if (block == 0 || res.registers <= 0) return {};  // the occupancy API sizes the block
+    // Registers are allocated per warp in units of 256 (8 per thread).
+    const std::int64_t per_warp = (res.registers * 32 + 255) / 256 * 256;
+    if ((block + 31) / 32 * per_warp > limits.regs_per_block)
+      return std::to_string(res.registers) + " registers per thread do not fit " +
+             std::to_string(block) + " threads in one block";
+    return {};
+  }
+
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
     const int op = static_cast<int>(parse_op(p.attr("op")));
     return {"ktune::elementwise_kernel<" + std::to_string(op) + ", " +

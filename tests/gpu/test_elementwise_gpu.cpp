@@ -21,11 +21,12 @@ namespace {
 using detail::check;
 using detail::driver;
 
-#define REQUIRE_GPU()                                                       \
-  do {                                                                      \
-    std::string why;                                                        \
-    if (!detail::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why; \
-  } while (0)
+// Skips without a GPU; otherwise holds device 0's primary context for the whole test, so that
+// buffers made before (or outlive) a Runtime stay valid.
+#define REQUIRE_GPU()                                                                   \
+  std::string why_no_gpu;                                                               \
+  if (!detail::driver_available(&why_no_gpu)) GTEST_SKIP() << "no GPU: " << why_no_gpu; \
+  Device held_device(0)
 
 template <typename T>
 std::vector<T> random_host(std::size_t n, std::uint64_t seed) {
@@ -132,7 +133,7 @@ TEST(ElementwiseGpu, TuningRunIntoTemporaryDatabaseThenRuntimeUsesIt) {
   const Family& family = find_family("elementwise");
   std::string best_config;
   {
-    Device device(0);
+    Device& device = held_device;
     Database db(path);
     TuneOptions options;
     options.strategy = "exhaustive";
@@ -143,10 +144,21 @@ TEST(ElementwiseGpu, TuningRunIntoTemporaryDatabaseThenRuntimeUsesIt) {
     TuneSummary s = tune(db, device, family, problem, options);
     SearchSpace space(family, problem, device.limits());
     EXPECT_EQ(s.evaluated, space.size());
-    EXPECT_EQ(s.ok, space.size()) << "some candidates failed verification or launch";
     auto rows = db.results({});
     EXPECT_EQ(rows.size(), space.size());
-    for (const auto& r : rows) EXPECT_EQ(r.status, "ok") << r.config << ": " << r.message;
+    // Every candidate is either correct and timed, or was set aside after compiling because its
+    // registers cannot fit its block: nothing wrong, nothing failing at launch.
+    std::size_t invalid = 0;
+    for (const auto& r : rows) {
+      if (r.status == "invalid") {
+        ++invalid;
+        EXPECT_EQ(r.config.find("BLOCK=1024"), 0u) << r.config << ": " << r.message;
+        continue;
+      }
+      EXPECT_EQ(r.status, "ok") << r.config << ": " << r.message;
+    }
+    EXPECT_EQ(s.ok + invalid, space.size());
+    EXPECT_LT(invalid, space.size() / 10);
     ASSERT_TRUE(s.best);
     best_config = s.best->config;
     // A second run resumes: nothing is left to evaluate.
