@@ -1,6 +1,8 @@
 // Anchor implementations: the CUDA runtime's memcpy, cuBLAS GEMM, CUB histogram.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cub/device/device_histogram.cuh>
 #include <stdexcept>
 #include <string>
 
@@ -23,10 +25,154 @@ void memcpy_d2d(void* dst, const void* src, std::size_t bytes, CUstream stream) 
         "cudaMemcpyAsync");
 }
 
+CubHistogram::~CubHistogram() {
+  if (temp_) cudaFree(temp_);
+}
+
+void CubHistogram::reserve(std::size_t bytes) {
+  if (bytes <= temp_bytes_ && temp_) return;
+  if (temp_) check(cudaFree(temp_), "cudaFree (CUB temporary storage)");
+  temp_ = nullptr;
+  temp_bytes_ = 0;
+  check(cudaMalloc(&temp_, bytes ? bytes : 1), "cudaMalloc (CUB temporary storage)");
+  temp_bytes_ = bytes;
+}
+
+void CubHistogram::bytes(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
+                         CUstream stream) {
+  auto s = reinterpret_cast<cudaStream_t>(stream);
+  const auto samples = static_cast<::cuda::std::int64_t>(n);
+  std::size_t need = 0;
+  check(cub::DeviceHistogram::HistogramEven(nullptr, need, data, counts, 257, 0, 256, samples, s),
+        "cub::DeviceHistogram::HistogramEven (size query)");
+  reserve(need);
+  check(cub::DeviceHistogram::HistogramEven(temp_, need, data, counts, 257, 0, 256, samples, s),
+        "cub::DeviceHistogram::HistogramEven");
+}
+
+void CubHistogram::floats(const float* data, std::size_t n, int bins, float lower, float upper,
+                          std::uint32_t* counts, CUstream stream) {
+  auto s = reinterpret_cast<cudaStream_t>(stream);
+  const auto samples = static_cast<::cuda::std::int64_t>(n);
+  std::size_t need = 0;
+  check(cub::DeviceHistogram::HistogramEven(nullptr, need, data, counts, bins + 1, lower, upper,
+                                            samples, s),
+        "cub::DeviceHistogram::HistogramEven (size query)");
+  reserve(need);
+  check(cub::DeviceHistogram::HistogramEven(temp_, need, data, counts, bins + 1, lower, upper,
+                                            samples, s),
+        "cub::DeviceHistogram::HistogramEven");
+}
+
+namespace {
+
+__global__ void seed_naive_kernel(const std::uint8_t* data, std::size_t n, unsigned* counts) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    atomicAdd(&counts[data[i]], 1u);
+}
+
+__global__ void seed_two_phase_kernel(const std::uint8_t* data, std::size_t n, unsigned* counts) {
+  __shared__ unsigned temp[256];
+  temp[threadIdx.x] = 0;
+  __syncthreads();
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    atomicAdd(&temp[data[i]], 1u);
+  __syncthreads();
+  atomicAdd(&counts[threadIdx.x], temp[threadIdx.x]);
+}
+
+int seed_grid() {
+  int device = 0, sms = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+        "cudaDeviceGetAttribute");
+  return 2 * sms;
+}
+
+}  // namespace
+
+void seed_histogram_naive(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
+                          CUstream stream) {
+  auto s = reinterpret_cast<cudaStream_t>(stream);
+  check(cudaMemsetAsync(counts, 0, 256 * sizeof(unsigned), s), "cudaMemsetAsync");
+  seed_naive_kernel<<<seed_grid(), 256, 0, s>>>(data, n, counts);
+  check(cudaGetLastError(), "seed naive histogram launch");
+}
+
+void seed_histogram_two_phase(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
+                              CUstream stream) {
+  auto s = reinterpret_cast<cudaStream_t>(stream);
+  check(cudaMemsetAsync(counts, 0, 256 * sizeof(unsigned), s), "cudaMemsetAsync");
+  seed_two_phase_kernel<<<seed_grid(), 256, 0, s>>>(data, n, counts);
+  check(cudaGetLastError(), "seed two-phase histogram launch");
+}
+
+Cublas::Cublas() {
+  cublasHandle_t h = nullptr;
+  const cublasStatus_t s = cublasCreate(&h);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string("cublasCreate: ") + cublasGetStatusString(s));
+  handle_ = h;
+}
+
+Cublas::~Cublas() {
+  if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
+}
+
+namespace {
+void check_cublas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(s));
+}
+}  // namespace
+
+void Cublas::sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+                   const float* b, int ldb, float beta, float* c, int ldc, CUstream stream) {
+  auto h = static_cast<cublasHandle_t>(handle_);
+  check_cublas(cublasSetStream(h, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream");
+  check_cublas(cublasSgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n,
+                           k, &alpha, a, lda, b, ldb, &beta, c, ldc),
+               "cublasSgemm");
+}
+
+void Cublas::dgemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda,
+                   const double* b, int ldb, double beta, double* c, int ldc, CUstream stream) {
+  auto h = static_cast<cublasHandle_t>(handle_);
+  check_cublas(cublasSetStream(h, reinterpret_cast<cudaStream_t>(stream)), "cublasSetStream");
+  check_cublas(cublasDgemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n,
+                           k, &alpha, a, lda, b, ldb, &beta, c, ldc),
+               "cublasDgemm");
+}
+
+std::string Cublas::math_mode() const {
+  cublasMath_t mode{};
+  check_cublas(cublasGetMathMode(static_cast<cublasHandle_t>(handle_), &mode), "cublasGetMathMode");
+  switch (static_cast<int>(mode) & 0xf) {
+    case CUBLAS_DEFAULT_MATH:
+      return "CUBLAS_DEFAULT_MATH";
+    case CUBLAS_TENSOR_OP_MATH:
+      return "CUBLAS_TENSOR_OP_MATH";
+    case CUBLAS_PEDANTIC_MATH:
+      return "CUBLAS_PEDANTIC_MATH";
+    case CUBLAS_TF32_TENSOR_OP_MATH:
+      return "CUBLAS_TF32_TENSOR_OP_MATH";
+    default:
+      return "math mode " + std::to_string(static_cast<int>(mode));
+  }
+}
+
+std::string Cublas::version() const {
+  int v = 0;
+  cublasGetVersion(static_cast<cublasHandle_t>(handle_), &v);
+  return "cuBLAS " + std::to_string(v);
+}
+
 std::string versions() {
   int rt = 0;
   cudaRuntimeGetVersion(&rt);
-  return "cudart " + std::to_string(rt);
+  return "cudart " + std::to_string(rt) + ", CUB " + std::to_string(CUB_VERSION);
 }
 
 }  // namespace ktune::anchors

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 typedef struct CUstream_st* CUstream;
@@ -10,6 +11,54 @@ namespace ktune::anchors {
 
 // cudaMemcpyAsync device-to-device. Throws std::runtime_error with the CUDA error.
 void memcpy_d2d(void* dst, const void* src, std::size_t bytes, CUstream stream);
+
+// CUB's DeviceHistogram::HistogramEven, with its temporary storage allocated on first use and
+// kept (grown when a call needs more). Counts are overwritten (CUB zeroes them first).
+class CubHistogram {
+ public:
+  CubHistogram() = default;
+  ~CubHistogram();
+  CubHistogram(const CubHistogram&) = delete;
+  CubHistogram& operator=(const CubHistogram&) = delete;
+  // 256 bins of bytes: levels 0..256.
+  void bytes(const std::uint8_t* data, std::size_t n, std::uint32_t* counts, CUstream stream);
+  // `bins` even bins over [lower, upper) of float samples.
+  void floats(const float* samples, std::size_t n, int bins, float lower, float upper,
+              std::uint32_t* counts, CUstream stream);
+
+ private:
+  void* temp_ = nullptr;
+  std::size_t temp_bytes_ = 0;
+  void reserve(std::size_t bytes);
+};
+
+// The seed's histograms of bytes (256 bins), zeroing the counts first: "naive" is one global
+// atomicAdd per byte in a grid-stride loop; "two-phase" one __shared__ histogram per block, then
+// one global atomicAdd per bin. Both launch 2 x SMs blocks of 256 threads, as the seed did.
+void seed_histogram_naive(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
+                          CUstream stream);
+void seed_histogram_two_phase(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
+                              CUstream stream);
+
+// cuBLAS GEMM, column-major, at the handle's default math mode: SGEMM runs FP32 FFMA (TF32
+// tensor ops only when CUBLAS_TF32_TENSOR_OP_MATH is asked for, which we never do).
+class Cublas {
+ public:
+  Cublas();
+  ~Cublas();
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+  void sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+             const float* b, int ldb, float beta, float* c, int ldc, CUstream stream);
+  void dgemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
+             int lda, const double* b, int ldb, double beta, double* c, int ldc, CUstream stream);
+  // "CUBLAS_DEFAULT_MATH" etc., as the handle reports it; and the cuBLAS version.
+  std::string math_mode() const;
+  std::string version() const;
+
+ private:
+  void* handle_ = nullptr;
+};
 
 // Version strings for the record: "cudart 13000".
 std::string versions();

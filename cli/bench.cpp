@@ -1,6 +1,8 @@
 // ktune bench: the runtime's tuned kernels against the anchors, verified, in the same process run.
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -13,6 +15,8 @@
 #include "runtime/util.hpp"
 #include "templates/elementwise.hpp"
 #include "templates/family.hpp"
+#include "templates/gemm.hpp"
+#include "templates/histogram.hpp"
 #include "tuner/evaluator.hpp"
 
 #ifdef KTUNE_HAVE_ANCHORS
@@ -49,12 +53,180 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
         << r.step << ",\"" << r.config << "\"," << r.verified << '\n';
 }
 
+#ifdef KTUNE_HAVE_ANCHORS
+// Tuned ktune GEMM (through the public API) against cuBLAS at its default math mode over the
+// suite, both verified against the double-accumulation reference on the same fresh inputs.
+// alpha = 1, beta = 0, column-major, operands 16-byte aligned.
+void bench_gemm(Runtime& runtime, const Device& device, KernelCache& cache, detail::Stream& stream,
+                L2Flusher& flusher, const TimingOptions& timing, const std::string& dtypes,
+                std::vector<Row>& rows, bool& all_verified) {
+  const Family& family = find_family("gemm");
+  anchors::Cublas cublas;
+  std::cout << cublas.version() << ", math mode " << cublas.math_mode()
+            << ": SGEMM on FP32 FFMA, not TF32 (its results pass the FP32 tolerance, which TF32 "
+               "rounding would not)\n";
+  std::vector<std::string> types =
+      dtypes == "all" ? std::vector<std::string>{"f32", "f64"} : std::vector<std::string>{dtypes};
+  std::uint64_t seed = 100;
+  for (const std::string& dtype : types) {
+    double log_sum = 0;
+    int count = 0;
+    for (const GemmShape& s : gemm_suite()) {
+      const Problem problem =
+          gemm_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
+      auto workload = family.make_workload(problem, device, cache);
+      const GemmCall call = gemm_workload_call(*workload);
+      auto verify = [&](const char* what) {
+        stream.synchronize();
+        std::string wrong = workload->verify(stream.get());
+        if (!wrong.empty()) {
+          std::cerr << "ktune bench: " << what << " " << problem.key()
+                    << " computed a wrong result: " << wrong << "\n";
+          all_verified = false;
+          return std::string("no");
+        }
+        return std::string("yes");
+      };
+      auto run_cublas = [&](CUstream st) {
+        const int m = static_cast<int>(call.m), n = static_cast<int>(call.n),
+                  k = static_cast<int>(call.k);
+        if (dtype == "f32")
+          cublas.sgemm(call.trans_a, call.trans_b, m, n, k, 1.0f, static_cast<const float*>(call.a),
+                       static_cast<int>(call.lda), static_cast<const float*>(call.b),
+                       static_cast<int>(call.ldb), 0.0f, static_cast<float*>(call.c),
+                       static_cast<int>(call.ldc), st);
+        else
+          cublas.dgemm(call.trans_a, call.trans_b, m, n, k, 1.0, static_cast<const double*>(call.a),
+                       static_cast<int>(call.lda), static_cast<const double*>(call.b),
+                       static_cast<int>(call.ldb), 0.0, static_cast<double*>(call.c),
+                       static_cast<int>(call.ldc), st);
+      };
+      auto run_ktune = [&](CUstream st) {
+        const Op oa = call.trans_a ? Op::kT : Op::kN, ob = call.trans_b ? Op::kT : Op::kN;
+        if (dtype == "f32")
+          runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0f,
+                       static_cast<const float*>(call.a), call.lda,
+                       static_cast<const float*>(call.b), call.ldb, 0.0f,
+                       static_cast<float*>(call.c), call.ldc, st);
+        else
+          runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0,
+                       static_cast<const double*>(call.a), call.lda,
+                       static_cast<const double*>(call.b), call.ldb, 0.0,
+                       static_cast<double*>(call.c), call.ldc, st);
+      };
+      auto measure = [&](const char* variant, const std::function<void(CUstream)>& run) {
+        workload->prepare(++seed, stream.get());
+        run(stream.get());
+        Row r{"gemm", problem.key(), variant};
+        r.verified = verify(variant);
+        TimingStats t = time_on_stream(run, stream.get(), timing, &flusher);
+        r.median_ms = t.median_ms, r.min_ms = t.min_ms, r.max_ms = t.max_ms, r.repeats = t.repeats;
+        r.figure = metric_of(workload->work(), t.median_ms, "TFLOPS");
+        r.unit = "TFLOPS";
+        r.anchor = "cuBLAS";
+        return r;
+      };
+      Row base = measure(dtype == "f32" ? "cublasSgemm" : "cublasDgemm", run_cublas);
+      base.ratio = 1.0;
+      rows.push_back(base);
+      Row r = measure("ktune gemm", run_ktune);
+      r.ratio = base.figure > 0 ? r.figure / base.figure : 0;
+      Choice choice = runtime.explain("gemm", problem.key());
+      r.step = std::string(to_string(choice.step));
+      r.config = choice.config;
+      rows.push_back(r);
+      if (r.ratio > 0) {
+        log_sum += std::log(r.ratio);
+        ++count;
+      }
+    }
+    Row g{"gemm", "dtype=" + dtype + " suite of " + std::to_string(count), "geomean ratio"};
+    g.ratio = count ? std::exp(log_sum / count) : 0;
+    g.anchor = "cuBLAS";
+    rows.push_back(g);
+  }
+}
+
+// Tuned ktune (through the public API) against CUB's HistogramEven, with the seed's naive and
+// two-phase kernels for bytes: 1 GiB and 16 MiB of bytes, and 1 GiB of floats in 1024 bins, in
+// each input class. Every row is verified (exact counts) before it is timed.
+void bench_histogram(Runtime& runtime, const Device& device, KernelCache& cache,
+                     detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
+                     std::vector<Row>& rows, bool& all_verified) {
+  const Family& family = find_family("histogram");
+  anchors::CubHistogram cub;
+  struct Case {
+    HistogramDtype dtype;
+    std::uint64_t n;
+    int bins;
+  };
+  const Case cases[] = {{HistogramDtype::kU8, std::uint64_t(1) << 30, 256},
+                        {HistogramDtype::kU8, std::uint64_t(16) << 20, 256},
+                        {HistogramDtype::kF32, std::uint64_t(1) << 28, 1024}};
+  for (const Case& k : cases) {
+    const Problem problem = histogram_problem(k.dtype, k.n, k.bins, 16);
+    auto workload = family.make_workload(problem, device, cache);
+    workload->prepare(21, stream.get());
+    const double bytes = static_cast<double>(k.n) * histogram_sample_bytes(k.dtype);
+    for (HistogramInput input : {kHistUniform, kHistSkewed, kHistConstant}) {
+      const HistogramCall call = histogram_workload_call(*workload, input);
+      const auto* bytes_in = static_cast<const std::uint8_t*>(call.samples);
+      const auto* floats_in = static_cast<const float*>(call.samples);
+      double cub_figure = 0;
+      auto row = [&](const std::string& variant, const std::function<void(CUstream)>& run) {
+        Row r{"histogram", problem.key() + ";input=" + histogram_input_name(input), variant};
+        histogram_workload_poison(*workload, input, stream.get());
+        run(stream.get());
+        stream.synchronize();
+        std::string wrong = histogram_workload_verify(*workload, input, stream.get());
+        r.verified = wrong.empty() ? "yes" : "no";
+        if (!wrong.empty()) {
+          std::cerr << "ktune bench: " << variant << " counted wrong: " << wrong << "\n";
+          all_verified = false;
+        }
+        TimingStats t = time_on_stream(run, stream.get(), timing, &flusher);
+        r.median_ms = t.median_ms, r.min_ms = t.min_ms, r.max_ms = t.max_ms, r.repeats = t.repeats;
+        r.figure = metric_of(bytes, t.median_ms, "GB/s");
+        r.unit = "GB/s";
+        if (variant == "CUB") cub_figure = r.figure;
+        r.ratio = cub_figure > 0 ? r.figure / cub_figure : 0;
+        r.anchor = "CUB";
+        rows.push_back(r);
+        return rows.size() - 1;
+      };
+      if (k.dtype == HistogramDtype::kU8) {
+        row("CUB", [&](CUstream s) { cub.bytes(bytes_in, k.n, call.counts, s); });
+        std::size_t i = row(
+            "ktune", [&](CUstream s) { runtime.histogram(bytes_in, k.n, call.counts, false, s); });
+        Choice choice = runtime.explain("histogram", problem.key());
+        rows[i].step = std::string(to_string(choice.step));
+        rows[i].config = choice.config;
+        row("seed two-phase",
+            [&](CUstream s) { anchors::seed_histogram_two_phase(bytes_in, k.n, call.counts, s); });
+        row("seed naive",
+            [&](CUstream s) { anchors::seed_histogram_naive(bytes_in, k.n, call.counts, s); });
+      } else {
+        const float lower = call.args.lower_f, upper = call.args.upper_f;
+        row("CUB",
+            [&](CUstream s) { cub.floats(floats_in, k.n, k.bins, lower, upper, call.counts, s); });
+        std::size_t i = row("ktune", [&](CUstream s) {
+          runtime.histogram_even(floats_in, k.n, k.bins, lower, upper, call.counts, false, s);
+        });
+        Choice choice = runtime.explain("histogram", problem.key());
+        rows[i].step = std::string(to_string(choice.step));
+        rows[i].config = choice.config;
+      }
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 int cmd_bench(const Common& common, const std::string& family_name, const std::string& n_text,
-              const std::string& csv, int repeats) {
+              const std::string& csv, int repeats, const std::string& dtype) {
 #ifndef KTUNE_HAVE_ANCHORS
-  (void)common, (void)family_name, (void)n_text, (void)csv, (void)repeats;
+  (void)common, (void)family_name, (void)n_text, (void)csv, (void)repeats, (void)dtype;
   throw Error(ErrorCode::kUnsupported,
               "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
 #else
@@ -135,6 +307,10 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
       rows.push_back(r);
     }
   }
+  if (family_name == "gemm")
+    bench_gemm(runtime, device, cache, stream, flusher, timing, dtype, rows, all_verified);
+  if (family_name == "histogram")
+    bench_histogram(runtime, device, cache, stream, flusher, timing, rows, all_verified);
 
   Table t({"problem", "variant", "median ms", "figure", "ratio", "anchor", "lookup", "verified",
            "config"});

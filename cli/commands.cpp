@@ -17,6 +17,8 @@
 #include "runtime/util.hpp"
 #include "templates/elementwise.hpp"
 #include "templates/family.hpp"
+#include "templates/gemm.hpp"
+#include "templates/histogram.hpp"
 #include "tuner/space.hpp"
 #include "tuner/thread_pool.hpp"
 #include "tuner/tuner.hpp"
@@ -38,6 +40,21 @@ Problem build_problem(const ProblemArgs& a) {
                                                 : ElementwiseOp::kCopy;
     Problem p = elementwise_problem(op, a.dtype, parse_size(a.n, "--n"), a.align);
     find_family("elementwise").validate(p);
+    return p;
+  }
+  if (a.family == "gemm") {
+    const auto s = parse_shape(a.shape, 3, "--shape");
+    const int widest = a.dtype == "f64" ? 2 : 4;
+    Problem p = gemm_problem(a.dtype, a.gemm_op[0] == 't', a.gemm_op[1] == 't',
+                             static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
+                             static_cast<std::int64_t>(s[2]), a.gemm_align ? a.gemm_align : widest);
+    find_family("gemm").validate(p);
+    return p;
+  }
+  if (a.family == "histogram") {
+    Problem p = histogram_problem(parse_histogram_dtype(a.samples), parse_size(a.n, "--n"), a.bins,
+                                  a.align);
+    find_family("histogram").validate(p);
     return p;
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown family '" + a.family + "'");
@@ -69,7 +86,15 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
     for (const Family* f : all_families())
       for (const auto& p : f->default_problems()) problems.emplace_back(f, p);
   } else {
-    problems.emplace_back(&find_family(args.family), build_problem(args));
+    if (args.family == "gemm" && args.suite) {
+      const int widest = args.dtype == "f64" ? 2 : 4;
+      for (const GemmShape& s : gemm_suite())
+        problems.emplace_back(&find_family("gemm"),
+                              gemm_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k,
+                                           args.gemm_align ? args.gemm_align : widest));
+    } else {
+      problems.emplace_back(&find_family(args.family), build_problem(args));
+    }
   }
   Device device(common.device);
   Database db(common.resolved_db());
@@ -172,8 +197,8 @@ int cmd_query(const Common& common, const std::string& family, const std::string
   return kExitOk;
 }
 
-int cmd_check(const std::string& arch, const std::string& family_name, unsigned jobs,
-              bool verbose) {
+int cmd_check(const std::string& arch, const std::string& family_name, unsigned jobs, bool verbose,
+              bool exhaustive) {
   int cc = 0;
   if (arch.size() < 5 || arch.rfind("sm_", 0) != 0 || (cc = std::atoi(arch.c_str() + 3)) < 50 ||
       std::to_string(cc) != arch.substr(3))
@@ -193,7 +218,9 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
     for (const Problem& problem : family->check_problems()) {
       SearchSpace space(*family, problem, limits);
       std::map<std::string, std::vector<const Config*>> by_name;
-      for (const auto& c : space.configs())
+      const std::vector<Config> configs =
+          exhaustive ? space.configs() : family->check_configs(space.configs());
+      for (const auto& c : configs)
         for (const auto& n : family->name_expressions(c, problem)) by_name[n].push_back(&c);
       std::vector<std::string> names;
       for (const auto& [n, _] : by_name) names.push_back(n);

@@ -31,6 +31,14 @@ struct ProblemArgs {
   std::string dtype = "f32";
   std::string n = "256M";
   int align = 16;
+  // gemm (also dtype): MxNxK, ops of A and B, alignment class in elements (0: the widest)
+  std::string shape = "4096x4096x4096";
+  std::string gemm_op = "nn";
+  int gemm_align = 0;
+  bool suite = false;  // tune the benchmark suite instead of one shape
+  // histogram (also n and align)
+  std::string samples = "u8";
+  int bins = 256;
 };
 
 struct TuneArgs {
@@ -48,9 +56,10 @@ int cmd_devices(const Common& common);
 int cmd_tune(const Common& common, const ProblemArgs& problem, const TuneArgs& tune);
 int cmd_query(const Common& common, const std::string& family, const std::string& problem, bool all,
               bool json);
-int cmd_check(const std::string& arch, const std::string& family, unsigned jobs, bool verbose);
+int cmd_check(const std::string& arch, const std::string& family, unsigned jobs, bool verbose,
+              bool exhaustive);
 int cmd_explain(const Common& common, const std::string& family, const std::string& problem);
 int cmd_bench(const Common& common, const std::string& family, const std::string& n,
-              const std::string& csv, int repeats);
+              const std::string& csv, int repeats, const std::string& dtype = "all");
 
 }  // namespace ktune::cli

@@ -42,15 +42,49 @@ void add_elementwise_options(CLI::App* app, ProblemArgs& p) {
       ->capture_default_str();
 }
 
+void add_histogram_options(CLI::App* app, ProblemArgs& p) {
+  app->add_option("--dtype", p.samples, "sample type")
+      ->check(CLI::IsMember({"u8", "u16", "i32", "f32"}))
+      ->capture_default_str();
+  app->add_option("--bins", p.bins, "number of bins (256 with u8: one bin per byte value)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app->add_option("--n", p.n, "number of samples; K, M, G suffixes are powers of 2 (1G = 2^30)")
+      ->capture_default_str();
+  app->add_option("--align", p.align, "alignment class of the sample pointer in bytes")
+      ->check(CLI::IsMember({1, 2, 4, 8, 16}))
+      ->capture_default_str();
+}
+
+void add_gemm_options(CLI::App* app, ProblemArgs& p) {
+  app->add_option("--dtype", p.dtype, "element type")
+      ->check(CLI::IsMember({"f32", "f64"}))
+      ->capture_default_str();
+  app->add_option("--shape", p.shape, "MxNxK of C(m x n) = op(A)(m x k) op(B)(k x n)")
+      ->capture_default_str();
+  app->add_option("--op", p.gemm_op, "op(A) op(B): n = as stored, t = transposed")
+      ->check(CLI::IsMember({"nn", "nt", "tn", "tt"}))
+      ->capture_default_str();
+  app->add_option("--align", p.gemm_align,
+                  "alignment class in elements of the operands (pointers and leading "
+                  "dimensions); 0 = the widest (16 bytes)")
+      ->check(CLI::IsMember({0, 1, 2, 4}))
+      ->capture_default_str();
+  app->add_flag("--suite", p.suite,
+                "tune every shape of the benchmark suite (ktune bench gemm) for --dtype");
+}
+
 void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--strategy", t.strategy,
-                  "search strategy: auto (exhaustive when the space fits --max-evals, "
-                  "else random), exhaustive, random")
-      ->check(CLI::IsMember({"auto", "exhaustive", "random"}))
+                  "search strategy: auto (exhaustive when the space fits --max-evals, else "
+                  "evolve), exhaustive, random, evolve (mutations of the best found so far)")
+      ->check(CLI::IsMember({"auto", "exhaustive", "random", "evolve"}))
       ->capture_default_str();
   app->add_option("--seed", t.seed, "seed of the strategy and of the random inputs")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_option("--max-evals", t.max_evals, "evaluations at most in this run (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_option("--max-seconds", t.max_seconds, "wall time budget of this run (0: no limit)")
       ->check(CLI::NonNegativeNumber)
@@ -61,7 +95,9 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--warmup", t.warmup, "untimed runs before timing")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")->capture_default_str();
+  app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -88,9 +124,18 @@ int main(int argc, char** argv) {
   add_common(tune_cmd, common);
   add_tune_options(tune_cmd, tune);
   tune_cmd->footer(kExitCodes);
+  // Options of `tune` (budget, strategy, --db) may also follow the family: tune gemm --max-evals 9.
+  tune_cmd->fallthrough();
   auto* tune_ew =
       tune_cmd->add_subcommand("elementwise", "tune copy / add / complex_copy for one size");
   add_elementwise_options(tune_ew, problem);
+  auto* tune_hist = tune_cmd->add_subcommand(
+      "histogram", "tune a histogram for one sample type, bin count and size");
+  add_histogram_options(tune_hist, problem);
+  tune_hist->fallthrough();  // tune's options (--max-evals...) may follow the family too
+  auto* tune_gemm = tune_cmd->add_subcommand(
+      "gemm", "tune one GEMM shape (--shape, --op, --dtype) or the benchmark suite (--suite)");
+  add_gemm_options(tune_gemm, problem);
   tune_cmd->require_subcommand(0, 1);
 
   std::string query_family, query_problem;
@@ -115,6 +160,10 @@ int main(int argc, char** argv) {
   check->add_option("--family", check_family, "only this family");
   check->add_option("--jobs", check_jobs, "compile threads (0: one per core)");
   check->add_flag("--verbose,-v", check_verbose, "one line per kernel");
+  bool check_exhaustive = false;
+  check->add_flag("--exhaustive", check_exhaustive,
+                  "compile the whole space; by default a family with a large space (gemm) "
+                  "compiles every tile shape and every code path, not every combination");
 
   std::string explain_family, explain_problem;
   auto* explain =
@@ -131,12 +180,19 @@ int main(int argc, char** argv) {
   auto* bench =
       app.add_subcommand("bench",
                          "time the runtime's tuned kernels against the anchors in the same run "
-                         "(cudaMemcpy for elementwise)");
+                         "(cudaMemcpy for elementwise, cuBLAS for gemm, CUB for histogram)");
   add_common(bench, common);
   bench->add_option("family", bench_family, "family to benchmark")
       ->required()
-      ->check(CLI::IsMember({"elementwise"}));
-  bench->add_option("--n", bench_n, "elements of f32 per array (default 256M = 1 GiB)")
+      ->check(CLI::IsMember({"elementwise", "gemm", "histogram"}));
+  bench
+      ->add_option("--n", bench_n,
+                   "elementwise: elements of f32 per array (default 256M = 1 GiB); histogram "
+                   "uses its fixed sizes (1 GiB and 16 MiB)")
+      ->capture_default_str();
+  std::string bench_dtype = "all";
+  bench->add_option("--dtype", bench_dtype, "gemm: f32, f64 or all")
+      ->check(CLI::IsMember({"f32", "f64", "all"}))
       ->capture_default_str();
   bench->add_option("--csv", bench_csv, "also write the rows to this CSV file");
   bench->add_option("--repeats", bench_repeats, "timed runs per row")
@@ -167,6 +223,10 @@ int main(int argc, char** argv) {
     if (tune_cmd->parsed()) {
       if (tune_ew->parsed()) {
         problem.family = "elementwise";
+      } else if (tune_hist->parsed()) {
+        problem.family = "histogram";
+      } else if (tune_gemm->parsed()) {
+        problem.family = "gemm";
       } else {
         tune.defaults = true;
       }
@@ -174,9 +234,11 @@ int main(int argc, char** argv) {
     }
     if (query->parsed())
       return cmd_query(common, query_family, query_problem, query_all, query_json);
-    if (check->parsed()) return cmd_check(check_arch, check_family, check_jobs, check_verbose);
+    if (check->parsed())
+      return cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive);
     if (explain->parsed()) return cmd_explain(common, explain_family, explain_problem);
-    if (bench->parsed()) return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats);
+    if (bench->parsed())
+      return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats, bench_dtype);
   } catch (const ktune::Error& e) {
     std::cerr << "ktune: " << e.what() << "\n";
     if (!e.details().empty()) std::cerr << e.details() << "\n";

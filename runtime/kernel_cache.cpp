@@ -70,6 +70,20 @@ int Kernel::occupancy_block_size(std::size_t i) const {
   return block;
 }
 
+int Kernel::registers(std::size_t i) const {
+  int v = 0;
+  check(driver().cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, functions_.at(i)),
+        "cuFuncGetAttribute(NUM_REGS)");
+  return v;
+}
+
+int Kernel::max_threads_per_block(std::size_t i) const {
+  int v = 0;
+  check(driver().cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, functions_.at(i)),
+        "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)");
+  return v;
+}
+
 int Kernel::max_active_blocks(std::size_t i, int block, std::size_t dynamic_smem) const {
   int blocks = 0;
   check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, functions_.at(i), block,

@@ -35,6 +35,10 @@ class Kernel {
   int occupancy_block_size(std::size_t i = 0) const;
   // Blocks of `block` threads that fit on one SM at once.
   int max_active_blocks(std::size_t i, int block, std::size_t dynamic_smem) const;
+  // What the driver says of the loaded function i: its registers per thread, and the largest
+  // block it can be launched with (registers and shared memory permitting).
+  int registers(std::size_t i = 0) const;
+  int max_threads_per_block(std::size_t i = 0) const;
   // Raises the dynamic shared memory limit of function i to at least `bytes` (once).
   void allow_dynamic_smem(std::size_t i, int bytes) const;
 

@@ -32,6 +32,7 @@ std::optional<Config> usable(const ResultRecord& row, const Family& family, cons
   try {
     Config c = parse_config(row.config);
     family.check_config(c);
+    c = family.adapt(c, problem, limits);
     if (!family.reject(c, problem, limits).empty()) return std::nullopt;
     return c;
   } catch (const Error&) {

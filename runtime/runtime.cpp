@@ -11,6 +11,8 @@
 #include "runtime/lookup.hpp"
 #include "templates/elementwise.hpp"
 #include "templates/family.hpp"
+#include "templates/gemm.hpp"
+#include "templates/histogram.hpp"
 
 namespace ktune {
 
@@ -84,6 +86,47 @@ struct Runtime::Impl {
     return entries.emplace(key, e).first->second;
   }
 
+  void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            double alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+            double beta, void* c, std::int64_t ldc, int bytes, CUstream stream) {
+    const bool row_major = layout == Layout::kRowMajor;
+    const bool ta = op_a == Op::kT, tb = op_b == Op::kT;
+    validate_gemm_args(bytes == 4 ? "sgemm" : "dgemm", row_major, ta, tb, m, n, k, alpha == 0, a,
+                       lda, b, ldb, c, ldc);
+    if (m == 0 || n == 0) return;
+    GemmCall call;
+    call.element_bytes = bytes;
+    call.alpha = alpha;
+    call.beta = beta;
+    if (row_major) {
+      // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same storage read
+      // as the transposes, so swap the operands and m with n; the ops stay as given.
+      call.trans_a = tb, call.trans_b = ta;
+      call.m = n, call.n = m, call.k = k;
+      call.a = b, call.lda = ldb, call.b = a, call.ldb = lda;
+    } else {
+      call.trans_a = ta, call.trans_b = tb;
+      call.m = m, call.n = n, call.k = k;
+      call.a = a, call.lda = lda, call.b = b, call.ldb = ldb;
+    }
+    call.c = c;
+    call.ldc = ldc;
+    device->make_current();
+    const Family& family = find_family("gemm");
+    if (k == 0 || alpha == 0) {
+      Problem p = gemm_problem(bytes == 4 ? "f32" : "f64", false, false, 1, 1, 1, 1);
+      CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
+                                                device->limits().arch());
+      r.name_expressions = {gemm_scale_name(bytes)};
+      gemm_scale_launch(*kernels->get(r), device->limits(), call, stream);
+      return;
+    }
+    Problem problem = gemm_problem(bytes == 4 ? "f32" : "f64", call.trans_a, call.trans_b, call.m,
+                                   call.n, call.k, gemm_alignment(call));
+    Entry e = resolve(family, problem);
+    gemm_launch(*e.kernel, e.choice.config, device->limits(), call, stream);
+  }
+
   template <typename T>
   void elementwise(ElementwiseOp op, const char* what, ElementwisePointers ptr, std::size_t n,
                    CUstream stream) {
@@ -115,12 +158,33 @@ struct Runtime::Impl {
     Entry e = resolve(family, problem);
     elementwise_launch(*e.kernel, e.choice.config, device->limits(), sizeof(T), call, stream);
   }
+
+  // `call` was checked when it was made (histogram_*_call), before anything touches the GPU.
+  void histogram(const HistogramCall& call, CUstream stream) {
+    if (call.n == 0 && call.accumulate) return;
+    device->make_current();
+    if (call.n == 0) return histogram_clear(call, stream);  // no kernel needed to write zeros
+    const Family& family = find_family("histogram");
+    Entry e = resolve(family, histogram_problem(call));
+    histogram_launch(*e.kernel, e.choice.config, device->limits(), call, stream);
+  }
 };
 
 Runtime::Runtime(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Runtime::~Runtime() = default;
 Runtime::Runtime(Runtime&&) noexcept = default;
 Runtime& Runtime::operator=(Runtime&&) noexcept = default;
+
+void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                   float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                   float beta, float* c, std::int64_t ldc, CUstream stream) {
+  impl_->gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 4, stream);
+}
+void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                   double alpha, const double* a, std::int64_t lda, const double* b,
+                   std::int64_t ldb, double beta, double* c, std::int64_t ldc, CUstream stream) {
+  impl_->gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 8, stream);
+}
 
 void Runtime::copy(float* dst, const float* src, std::size_t n, CUstream stream) {
   impl_->elementwise<float>(ElementwiseOp::kCopy, "copy", {dst, nullptr, src, nullptr}, n, stream);
@@ -143,6 +207,36 @@ void Runtime::complex_copy(double* re_out, double* im_out, const double* re_in, 
                            std::size_t n, CUstream stream) {
   impl_->elementwise<double>(ElementwiseOp::kComplexCopy, "complex_copy",
                              {re_out, im_out, re_in, im_in}, n, stream);
+}
+
+void Runtime::histogram(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
+                        bool accumulate, CUstream stream) {
+  impl_->histogram(histogram_bytes_call(data, n, counts, accumulate), stream);
+}
+void Runtime::histogram_even(const std::uint8_t* samples, std::size_t n, int bins,
+                             std::uint8_t lower, std::uint8_t upper, std::uint32_t* counts,
+                             bool accumulate, CUstream stream) {
+  impl_->histogram(
+      histogram_even_call(HistogramDtype::kU8, samples, n, bins, lower, upper, counts, accumulate),
+      stream);
+}
+void Runtime::histogram_even(const std::uint16_t* samples, std::size_t n, int bins,
+                             std::uint16_t lower, std::uint16_t upper, std::uint32_t* counts,
+                             bool accumulate, CUstream stream) {
+  impl_->histogram(
+      histogram_even_call(HistogramDtype::kU16, samples, n, bins, lower, upper, counts, accumulate),
+      stream);
+}
+void Runtime::histogram_even(const std::int32_t* samples, std::size_t n, int bins,
+                             std::int32_t lower, std::int32_t upper, std::uint32_t* counts,
+                             bool accumulate, CUstream stream) {
+  impl_->histogram(
+      histogram_even_call(HistogramDtype::kI32, samples, n, bins, lower, upper, counts, accumulate),
+      stream);
+}
+void Runtime::histogram_even(const float* samples, std::size_t n, int bins, float lower,
+                             float upper, std::uint32_t* counts, bool accumulate, CUstream stream) {
+  impl_->histogram(histogram_even_call(samples, n, bins, lower, upper, counts, accumulate), stream);
 }
 
 Choice Runtime::explain(const std::string& family_name, const std::string& problem_key) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One visit to the GPU machine: GPU tests, tuning and benchmarks from a build folder brought along,
 # with logs and CSVs under $OUT and a short table printed last.
-#   scripts/gpu-check.sh [step...]   steps: info tests tune-elementwise bench-elementwise (default: all)
+#   scripts/gpu-check.sh [step...]   steps: info tests tune-elementwise bench-elementwise
+#                                    tune-histogram bench-histogram (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -11,7 +12,7 @@ export KTUNE_DB=${KTUNE_DB:-$OUT/tuning.db}
 export KTUNE_COMMIT=${KTUNE_COMMIT:-unknown}
 KTUNE="$BUILD/ktune"
 steps=("$@")
-((${#steps[@]})) || steps=(info tests tune-elementwise bench-elementwise)
+((${#steps[@]})) || steps=(info tests tune-elementwise bench-elementwise tune-histogram bench-histogram)
 summary=()
 note() { summary+=("$1"); }
 
@@ -43,6 +44,32 @@ for step in "${steps[@]}"; do
       ;;
     bench-elementwise)
       run_step bench-elementwise "$KTUNE" bench elementwise --n 256M --csv "$OUT/bench_elementwise.csv"
+      ;;
+    tune-gemm)
+      # The issue's target: one 4096^3 f32 problem with the default settings in <= 120 s.
+      run_step tune-gemm-f32-4096 "$KTUNE" tune gemm --dtype f32 --shape 4096x4096x4096
+      run_step tune-gemm-f64-4096 "$KTUNE" tune gemm --dtype f64 --shape 4096x4096x4096 \
+        --max-evals 200 --max-seconds 90
+      ;;
+    tune-gemm-suite)
+      # Short runs over the rest of the suite (the 4096^3 nn problems are tuned above).
+      run_step tune-gemm-suite-f32 "$KTUNE" tune gemm --suite --dtype f32 --max-evals 40 --max-seconds 20
+      run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 30 --max-seconds 15
+      ;;
+    bench-gemm)
+      run_step bench-gemm "$KTUNE" bench gemm --csv "$OUT/bench_gemm.csv"
+      ;;
+    tune-histogram)
+      # Random search within a minute each: every candidate is verified on three input classes.
+      run_step tune-hist-u8-1G "$KTUNE" tune histogram --dtype u8 --bins 256 --n 1G \
+        --max-evals 300 --max-seconds 60
+      run_step tune-hist-u8-16M "$KTUNE" tune histogram --dtype u8 --bins 256 --n 16M \
+        --max-evals 400 --max-seconds 60
+      run_step tune-hist-f32-256M "$KTUNE" tune histogram --dtype f32 --bins 1024 --n 256M \
+        --max-evals 300 --max-seconds 60
+      ;;
+    bench-histogram)
+      run_step bench-histogram "$KTUNE" bench histogram --csv "$OUT/bench_histogram.csv"
       ;;
     *)
       echo "unknown step $step" >&2

@@ -126,6 +126,10 @@ class ElementwiseFamily final : public Family {
     return {};
   }
 
+  int block_threads(const Config& c, const Problem&) const override {
+    return static_cast<int>(get(c, "BLOCK"));
+  }
+
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
     const int op = static_cast<int>(parse_op(p.attr("op")));
     return {"ktune::elementwise_kernel<" + std::to_string(op) + ", " +

@@ -15,6 +15,8 @@ std::string_view find(std::string_view name);
 
 // Defined next to each family's descriptor.
 const Family& elementwise_family();
+const Family& gemm_family();
+const Family& histogram_family();
 
 std::string template_source(const std::string& file) {
   std::string_view text = embedded::find(file);
@@ -75,7 +77,7 @@ void Family::check_config(const Config& config) const {
   }
 }
 
-std::vector<const Family*> all_families() { return {&elementwise_family()}; }
+std::vector<const Family*> all_families() { return {&elementwise_family(), &gemm_family(), &histogram_family()}; }
 
 const Family& find_family(const std::string& name) {
   std::string known;

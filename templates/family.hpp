@@ -65,6 +65,20 @@ class Family {
                                       const FunctionResources&) const {
     return {};
   }
+  // The configurations `ktune check` compiles for one of check_problems(): by default all of
+  // `space`. A family whose space is too large to compile in CI returns a covering subset: every
+  // tile shape and every code path (`ktune check --exhaustive` still compiles everything).
+  virtual std::vector<Config> check_configs(const std::vector<Config>& space) const {
+    return space;
+  }
+  // A configuration tuned for another problem, made fit for this one where the family knows how
+  // (a narrower vector width for a less aligned problem, say). The lookup chain checks the result.
+  virtual Config adapt(const Config& config, const Problem&, const DeviceLimits&) const {
+    return config;
+  }
+  // Threads per block the candidate launches with (0: chosen at launch, e.g. by the occupancy
+  // API). The tuner checks it against what the loaded kernel allows before running it.
+  virtual int block_threads(const Config&, const Problem&) const { return 0; }
   virtual std::vector<std::string> name_expressions(const Config& config,
                                                     const Problem& problem) const = 0;
   // Valid for every problem on every device: the last step of the lookup chain.

@@ -101,7 +101,7 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
   std::string strategy_name = options.strategy;
   if (strategy_name == "auto")
     strategy_name =
-        options.max_evals == 0 || space.size() <= options.max_evals ? "exhaustive" : "random";
+        options.max_evals == 0 || space.size() <= options.max_evals ? "exhaustive" : "evolve";
   summary.strategy = strategy_name;
   auto strategy = make_strategy(strategy_name, space, options.seed, done);
 
@@ -206,7 +206,17 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
         Measurement m;
         try {
           auto kernel = cache.load(outcome.key, compiled);
-          m = evaluator.evaluate(*kernel, config, options.seed * 1000003ull + pending.index);
+          row.registers = kernel->registers(0);  // the driver's count, which the launch obeys
+          const int threads = family.block_threads(config, problem);
+          const int allowed = kernel->max_threads_per_block(0);
+          if (threads > allowed) {
+            m.status = status::kInvalid;
+            m.message = std::to_string(threads) + " threads per block, but with " +
+                        std::to_string(row.registers) + " registers the kernel allows " +
+                        std::to_string(allowed);
+          } else {
+            m = evaluator.evaluate(*kernel, config, options.seed * 1000003ull + pending.index);
+          }
         } catch (const Error& e) {
           if (e.code() != ErrorCode::kCuda) throw;
           m.status = detail::is_sticky_error(static_cast<CUresult>(e.cuda_result()))

@@ -16,7 +16,7 @@ class Device;
 class Family;
 
 struct TuneOptions {
-  std::string strategy = "auto";  // auto: exhaustive when the space fits the budget, else random
+  std::string strategy = "auto";  // auto: exhaustive when the space fits the budget, else evolve
   std::uint64_t seed = 1;
   std::size_t max_evals = 400;   // 0: no limit
   double max_seconds = 0;        // 0: no limit

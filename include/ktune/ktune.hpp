@@ -27,6 +27,10 @@ struct Options {
 
 // Which step of the lookup chain chose the configuration for a problem.
 enum class LookupStep { kCache, kExact, kNearest, kSameArch, kDefault };
+
+// GEMM storage order (BLAS is column-major) and operand transposition.
+enum class Layout { kColMajor, kRowMajor };
+enum class Op { kN, kT };
 std::string_view to_string(LookupStep step) noexcept;
 
 struct Choice {
@@ -52,6 +56,19 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
+  // --- gemm: C = alpha * op(A) * op(B) + beta * C, BLAS semantics (like cublasSgemm) ---
+  // C is m x n, op(A) m x k, op(B) k x n, stored in `layout` with leading dimensions lda, ldb,
+  // ldc (for column-major, lda >= rows of A as stored). Any m, n, k >= 0 and any alignment.
+  // m == 0 or n == 0: nothing happens. k == 0 or alpha == 0: C = beta * C, A and B unread.
+  // beta == 0: C is written without being read (NaN in C does not survive).
+  // Invalid arguments throw Error(kInvalidArgument) naming the argument; nothing is launched.
+  void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+            float beta, float* c, std::int64_t ldc, CUstream stream = nullptr);
+  void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            double alpha, const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
+            double beta, double* c, std::int64_t ldc, CUstream stream = nullptr);
+
   // --- elementwise: any n including 0, any alignment of the pointers ---
   void copy(float* dst, const float* src, std::size_t n, CUstream stream = nullptr);
   void copy(double* dst, const double* src, std::size_t n, CUstream stream = nullptr);
@@ -63,6 +80,31 @@ class Runtime {
                     std::size_t n, CUstream stream = nullptr);
   void complex_copy(double* re_out, double* im_out, const double* re_in, const double* im_in,
                     std::size_t n, CUstream stream = nullptr);
+
+  // --- histogram: uint32 counts (modulo 2^32), any n including 0 and n > 2^32, any alignment of
+  // the samples (beyond their own size). Counts are overwritten, or added to with accumulate =
+  // true; with n = 0 and no accumulation they are zeroed. Arguments are checked before anything
+  // is launched: ktune::Error with ErrorCode::kInvalidArgument, naming the argument.
+  // 256 bins of bytes: counts[b] = number of i < n with data[i] == b.
+  void histogram(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
+                 bool accumulate = false, CUstream stream = nullptr);
+  // `bins` (1 to 4096) equal bins over [lower, upper), as CUB's DeviceHistogram::HistogramEven:
+  // a sample s with lower <= s < upper goes to bin floor((s - lower) * bins / (upper - lower)),
+  // computed exactly for integer samples; for float samples (int)((s - lower) * scale) with
+  // scale = bins / (upper - lower) rounded to float, and a sample just below upper that rounds up
+  // to `bins` goes to the last bin. Samples outside [lower, upper) and NaN are not counted.
+  // lower < upper is required (finite for float); counts has `bins` entries.
+  void histogram_even(const std::uint8_t* samples, std::size_t n, int bins, std::uint8_t lower,
+                      std::uint8_t upper, std::uint32_t* counts, bool accumulate = false,
+                      CUstream stream = nullptr);
+  void histogram_even(const std::uint16_t* samples, std::size_t n, int bins, std::uint16_t lower,
+                      std::uint16_t upper, std::uint32_t* counts, bool accumulate = false,
+                      CUstream stream = nullptr);
+  void histogram_even(const std::int32_t* samples, std::size_t n, int bins, std::int32_t lower,
+                      std::int32_t upper, std::uint32_t* counts, bool accumulate = false,
+                      CUstream stream = nullptr);
+  void histogram_even(const float* samples, std::size_t n, int bins, float lower, float upper,
+                      std::uint32_t* counts, bool accumulate = false, CUstream stream = nullptr);
 
   // Which configuration a problem gets and why. `problem` is a key as `ktune query` prints it,
   // e.g. family "elementwise", problem "dtype=f32;op=copy;align=16;n=1048576".

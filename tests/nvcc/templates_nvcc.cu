@@ -13,3 +13,21 @@ template __global__ void elementwise_check<kElementwiseAdd, float>(ElementwiseAr
                                                                    u64*);
 template __global__ void fill_random<double>(double*, u64, u64);
 }  // namespace ktune
+
+#include "histogram.cuh"
+
+namespace ktune {
+// Every privatisation and layout, bytes and wider samples, scalar and vector loads.
+template __global__ void histogram_kernel<unsigned char, 512, 16, 4, kHistLanes, kHistInterleaved,
+                                          1>(const unsigned char*, u64, u32*, HistogramArgs, int);
+template __global__ void histogram_kernel<unsigned char, 256, 1, 8, kHistGlobal, kHistReplicaMajor,
+                                          0>(const unsigned char*, u64, u32*, HistogramArgs, int);
+template __global__ void histogram_kernel<unsigned short, 1024, 8, 2, kHistBlock, kHistReplicaMajor,
+                                          1>(const unsigned short*, u64, u32*, HistogramArgs, int);
+template __global__ void histogram_kernel<int, 128, 4, 4, kHistWarps, kHistReplicaMajor, 0>(
+    const int*, u64, u32*, HistogramArgs, int);
+template __global__ void histogram_kernel<float, 256, 16, 2, kHistLanes, kHistPadded, 1>(
+    const float*, u64, u32*, HistogramArgs, int);
+template __global__ void histogram_fill<float>(u64*, u64, HistogramData);
+template __global__ void histogram_fill<unsigned char>(u64*, u64, HistogramData);
+}  // namespace ktune

@@ -1,0 +1,562 @@
+// GEMM family descriptor: parameters, constraints, names, launch geometry, verified workload.
+#include "templates/gemm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ktune/error.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "templates/family.hpp"
+
+namespace ktune {
+
+using detail::check;
+using detail::driver;
+
+namespace {
+
+constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
+
+// Same layout as ktune::GemmParams<T> in gemm.cuh.
+template <typename T>
+struct GemmArgs {
+  const void* a;
+  const void* b;
+  void* c;
+  void* workspace;
+  long long lda, ldb, ldc;
+  int m, n, k;
+  int k_per_split;
+  int swizzle;
+  int c_vector;
+  T alpha, beta;
+};
+
+std::int64_t get(const Config& c, const char* name) {
+  auto it = c.find(name);
+  if (it == c.end())
+    throw Error(ErrorCode::kInvalidArgument, std::string("gemm config: missing ") + name);
+  return it->second;
+}
+
+int dtype_bytes(const std::string& dtype) {
+  if (dtype == "f32") return 4;
+  if (dtype == "f64") return 8;
+  throw Error(ErrorCode::kInvalidArgument, "gemm: unknown dtype '" + dtype + "' (f32, f64)");
+}
+
+void parse_op(const std::string& op, bool& ta, bool& tb) {
+  if (op.size() != 2 || (op[0] != 'n' && op[0] != 't') || (op[1] != 'n' && op[1] != 't'))
+    throw Error(ErrorCode::kInvalidArgument, "gemm: op must be nn, nt, tn or tt, got '" + op + "'");
+  ta = op[0] == 't';
+  tb = op[1] == 't';
+}
+
+// Derived geometry of one configuration; `why` says what is wrong when it is not a valid tile.
+struct Geometry {
+  int threads = 0, wm_iter = 0, sub_m = 0, sub_n = 0, accumulators = 0, smem = 0;
+  std::string why;
+};
+
+Geometry geometry(const Config& c, int bytes) {
+  Geometry g;
+  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK"), wm = get(c, "WM"),
+                     wn = get(c, "WN"), tm = get(c, "TM"), tn = get(c, "TN"),
+                     wni = get(c, "WNITER");
+  if (bm % wm || bn % wn) return g.why = "warp tile does not divide the block tile", g;
+  g.threads = static_cast<int>((bm / wm) * (bn / wn) * 32);
+  const std::int64_t per_warp = 32 * tm * tn * wni;
+  if ((wm * wn) % per_warp) return g.why = "warp tile is not a whole number of thread tiles", g;
+  g.wm_iter = static_cast<int>(wm * wn / per_warp);
+  if (wm % g.wm_iter || wn % wni) return g.why = "sub-tiles do not divide the warp tile", g;
+  g.sub_m = static_cast<int>(wm / g.wm_iter);
+  g.sub_n = static_cast<int>(wn / wni);
+  if (g.sub_m % tm || g.sub_n % tn || (g.sub_m / tm) * (g.sub_n / tn) != 32)
+    return g.why = "a sub-tile must hold exactly 32 thread tiles", g;
+  g.accumulators = static_cast<int>(g.wm_iter * tm * wni * tn);
+  g.smem = static_cast<int>(get(c, "STAGES") * bk * (bm + bn + 2 * get(c, "PAD")) * bytes);
+  return g;
+}
+
+class GemmFamily final : public Family {
+ public:
+  GemmFamily() {
+    params_ = {
+        {"BM", {64, 128, 256}, "block tile rows (m)"},
+        {"BN", {64, 128, 256}, "block tile columns (n)"},
+        {"BK", {8, 16}, "block tile depth (k) per shared-memory stage"},
+        {"WM", {32, 64}, "warp tile rows"},
+        {"WN", {32, 64}, "warp tile columns"},
+        {"TM", {4, 8}, "thread tile rows (register blocking)"},
+        {"TN", {4, 8}, "thread tile columns (register blocking)"},
+        {"WNITER", {1, 2}, "sub-tiles per warp along n (spreads a thread's columns)"},
+        {"STAGES", {1, 2}, "shared-memory buffers: 1 = none, 2 = double buffering"},
+        {"PREFETCH", {0, 1}, "1 = load the next k-step's fragments while computing this one"},
+        {"UNROLL", {0, 2}, "k-loop unroll inside a tile: 0 = all of BK, else this factor"},
+        {"VEC", {1, 2, 4}, "elements per global load (needs aligned pointers and leading dims)"},
+        {"PAD", {0, 4}, "shared-memory row padding (elements) against bank conflicts"},
+        {"SWIZZLE", {1, 8}, "block rasterization: tile rows walked together for L2 reuse"},
+        {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
+    };
+  }
+  std::string name() const override { return "gemm"; }
+  std::string description() const override { return "C = alpha*op(A)*op(B) + beta*C, f32/f64"; }
+  std::string source_file() const override { return "gemm.cuh"; }
+  const std::vector<Param>& params() const override { return params_; }
+  std::string metric_unit() const override { return "TFLOPS"; }
+
+  std::vector<Problem> check_problems() const override {
+    return {gemm_problem("f32", false, false, 4096, 4096, 4096, 4),
+            gemm_problem("f32", true, true, 4096, 4096, 4096, 4),
+            gemm_problem("f64", false, false, 4096, 4096, 4096, 2),
+            gemm_problem("f64", true, true, 4096, 4096, 4096, 2),
+            gemm_problem("f32", false, false, 64, 64, 262144, 4)};
+  }
+  std::vector<Problem> default_problems() const override {
+    return {gemm_problem("f32", false, false, 4096, 4096, 4096, 4)};
+  }
+
+  // Every tile shape with the usual code path, and every code-path toggle (stages, prefetch,
+  // unroll, vector width, padding) on the first shape. nn and tt together load each operand
+  // both directly and transposed; the small-m,n problem brings the split-K kernels.
+  std::vector<Config> check_configs(const std::vector<Config>& space) const override {
+    if (space.empty()) return space;
+    auto shape_of = [](const Config& c) {
+      Config s;
+      for (const char* k : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER"}) s[k] = c.at(k);
+      return s;
+    };
+    std::int64_t widest = 1, pad = 0;
+    for (const auto& c : space)
+      widest = std::max(widest, c.at("VEC")), pad = std::max(pad, c.at("PAD"));
+    const Config first = shape_of(space.front());
+    std::vector<Config> out;
+    for (const auto& c : space) {
+      const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == 1 && c.at("UNROLL") == 0 &&
+                         c.at("VEC") == widest && c.at("PAD") == pad && c.at("SWIZZLE") == 1;
+      if (usual || shape_of(c) == first) out.push_back(c);
+    }
+    return out;
+  }
+
+  void validate(const Problem& p) const override {
+    const int bytes = dtype_bytes(p.attr("dtype"));
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    for (const char* d : {"m", "n", "k"}) {
+      const std::int64_t v = p.size(d);
+      if (v < 1 || v > kMaxDim)
+        throw Error(ErrorCode::kInvalidArgument, std::string("gemm: ") + d +
+                                                     " must be in [1, 2^31-1] for tuning, got " +
+                                                     std::to_string(v));
+    }
+    const std::int64_t align = p.size("align");
+    if (align != 1 && align != 2 && align != 4)
+      throw Error(ErrorCode::kInvalidArgument, "gemm: align must be 1, 2 or 4 elements");
+    if (align * bytes > 16)
+      throw Error(ErrorCode::kInvalidArgument, "gemm: align 4 is 32 bytes for f64; use 1 or 2");
+    if (p.attrs.size() != 2 || p.sizes.size() != 4)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "gemm: a problem has exactly dtype, op, m, n, k and align");
+  }
+
+  std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
+    const int bytes = dtype_bytes(p.attr("dtype"));
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    const Geometry g = geometry(c, bytes);
+    if (!g.why.empty()) return g.why;
+    // 128 or 256 threads: fewer cannot hide latency, more leave too few registers per thread.
+    if ((g.threads != 128 && g.threads != 256) || g.threads > limits.max_threads_per_block)
+      return "threads per block other than 128 or 256";
+    // Accumulators live in registers: beyond these the kernel spills on the FMA path.
+    // Square thread tiles: the transposed shapes are reached by the warp tile instead.
+    if (get(c, "TM") != get(c, "TN")) return "TM != TN";
+    // Accumulators per thread: enough FMAs per shared-memory load to approach the FMA peak
+    // (at least 64 for f32, 32 for f64), few enough to stay in registers without spilling.
+    const int min_acc =
+        std::min<int>(bytes == 4 ? 64 : 32, static_cast<int>(get(c, "BM") * get(c, "BN") / 128));
+    if (g.accumulators > (bytes == 4 ? 128 : 64) || g.accumulators < min_acc)
+      return "thread tile out of range";
+    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK"), vec = get(c, "VEC");
+    if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
+    if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
+    // Between scalar loads and the widest the problem allows, nothing is gained.
+    if (vec != 1 && vec != std::min<std::int64_t>(p.size("align"), 16 / bytes))
+      return "VEC between 1 and the widest allowed";
+    const std::int64_t a_contig = ta ? bk : bm, b_contig = tb ? bn : bk;
+    if (a_contig % vec || b_contig % vec) return "VEC does not divide the contiguous tile extent";
+    if ((bm * bk) % (vec * g.threads) || (bn * bk) % (vec * g.threads))
+      return "tiles do not split evenly over the threads";
+    if (g.smem > limits.smem_per_block_optin) return "shared memory exceeds the per-block limit";
+    // Padding only matters where a tile is stored transposed into shared memory.
+    if (get(c, "PAD") > 0 && !ta && tb) return "PAD without a transposed shared-memory store";
+    const std::int64_t unroll = get(c, "UNROLL");
+    if (unroll != 0 && (bk % unroll || unroll >= bk))
+      return "UNROLL must be an even divisor below BK";
+    // The prefetch ping-pong indexes fragments by k parity: only a full unroll keeps them in
+    // registers. A single stage is the plain baseline: no prefetch, full unroll.
+    if (unroll != 0 && get(c, "PREFETCH")) return "PREFETCH needs the k loop fully unrolled";
+    if (get(c, "STAGES") == 1 && (get(c, "PREFETCH") || unroll != 0))
+      return "STAGES=1 is the unbuffered baseline (no prefetch, full unroll)";
+    const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
+    const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
+    if (tiles_m > kMaxDim || tiles > kMaxDim) return "too many tiles for one launch";
+    if (get(c, "SWIZZLE") > 1 && tiles_m <= get(c, "SWIZZLE"))
+      return "SWIZZLE equals SWIZZLE=1 here";
+    // Tiles larger than the problem waste the whole block: keep one tile that covers it.
+    if ((bm >= 2 * m && bm > 64) || (bn >= 2 * n && bn > 64))
+      return "block tile far larger than the problem";
+    const std::int64_t split = get(c, "SPLITK");
+    if (split > 1) {
+      const std::int64_t kps = ((k + split - 1) / split + bk - 1) / bk * bk;
+      if ((k + kps - 1) / kps != split) return "SPLITK leaves empty splits";
+      if (kps < 4 * bk) return "splits shorter than 4 k-tiles";
+      // Split K only to fill a GPU that the m x n tiles leave idle.
+      if (tiles >= limits.sm_count) return "enough tiles without splitting k";
+      if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
+    }
+    return {};
+  }
+
+  std::string reject_compiled(const Config& c, const Problem& p, const DeviceLimits& limits,
+                              const FunctionResources& res) const override {
+    if (res.spills())
+      return "spills registers (" + std::to_string(res.spill_stores + res.spill_loads) + " bytes)";
+    if (res.stack_frame > 0)
+      return "uses local memory (" + std::to_string(res.stack_frame) + "-byte stack frame)";
+    const Geometry g = geometry(c, dtype_bytes(p.attr("dtype")));
+    const int per_warp = (res.registers * 32 + 255) / 256 * 256;
+    if ((g.threads / 32) * per_warp > limits.regs_per_block)
+      return "registers do not fit the block";
+    return {};
+  }
+
+  Config adapt(const Config& config, const Problem& p, const DeviceLimits& limits) const override {
+    // A result tuned for another problem: keep its tiles, drop what this problem cannot use.
+    Config c = config;
+    if (!c.count("VEC") || !c.count("SPLITK") || !c.count("SWIZZLE")) return c;
+    c["VEC"] = std::min<std::int64_t>(c["VEC"], p.size("align"));
+    while (c["VEC"] > 1 && reject(c, p, limits).find("VEC") != std::string::npos) c["VEC"] /= 2;
+    if (reject(c, p, limits).find("SWIZZLE") != std::string::npos) c["SWIZZLE"] = 1;
+    if (c["SPLITK"] > 1 && !reject(c, p, limits).empty()) c["SPLITK"] = 1;
+    return c;
+  }
+
+  int block_threads(const Config& c, const Problem& p) const override {
+    return geometry(c, dtype_bytes(p.attr("dtype"))).threads;
+  }
+
+  std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    const std::string type = dtype_bytes(p.attr("dtype")) == 4 ? "float" : "double";
+    std::string args = type + ", " + (ta ? "1" : "0") + ", " + (tb ? "1" : "0");
+    for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
+                             "PREFETCH", "UNROLL", "VEC", "PAD"})
+      args += ", " + std::to_string(get(c, name));
+    const bool split = get(c, "SPLITK") > 1;
+    std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
+                                      ">"};
+    if (split) names.push_back("ktune::gemm_splitk_reduce<" + type + ">");
+    return names;
+  }
+
+  Config default_config(const Problem& p, const DeviceLimits&) const override {
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    // 64 x 64 tiles of 128 threads, scalar loads: valid for every size and alignment.
+    return {{"BM", 64},
+            {"BN", 64},
+            {"BK", 8},
+            {"WM", 32},
+            {"WN", 32},
+            {"TM", 4},
+            {"TN", 4},
+            {"WNITER", 1},
+            {"STAGES", 2},
+            {"PREFETCH", 1},
+            {"UNROLL", 0},
+            {"VEC", 1},
+            {"PAD", (ta || !tb) ? 4 : 0},
+            {"SWIZZLE", 1},
+            {"SPLITK", 1}};
+  }
+
+  std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
+                                          KernelCache& cache) const override;
+
+ private:
+  std::vector<Param> params_;
+};
+
+template <typename T>
+GemmArgs<T> make_args(const GemmCall& call, void* workspace, std::int64_t k_per_split,
+                      int swizzle = 1) {
+  return GemmArgs<T>{call.a, call.b, call.c, workspace, static_cast<long long>(call.lda),
+                     static_cast<long long>(call.ldb), static_cast<long long>(call.ldc),
+                     static_cast<int>(call.m), static_cast<int>(call.n), static_cast<int>(call.k),
+                     static_cast<int>(k_per_split), swizzle,
+                     // 16-byte accesses down a column of C: pointer and ldc aligned to 16 bytes.
+                     reinterpret_cast<std::uintptr_t>(call.c) % 16 == 0 &&
+                         (call.ldc * call.element_bytes) % 16 == 0,
+                     static_cast<T>(call.alpha), static_cast<T>(call.beta)};
+}
+
+// Fresh random A and B, C poisoned with NaN, verified against a double-accumulation reference.
+class GemmWorkload final : public Workload {
+ public:
+  GemmWorkload(const GemmFamily& family, const Problem& p, const Device& device, KernelCache& cache)
+      : device_(device) {
+    family.validate(p);
+    const int bytes = dtype_bytes(p.attr("dtype"));
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    const std::int64_t align = p.size("align");
+    call_.element_bytes = bytes;
+    call_.trans_a = ta;
+    call_.trans_b = tb;
+    call_.m = p.size("m");
+    call_.n = p.size("n");
+    call_.k = p.size("k");
+    call_.alpha = 1.0;
+    call_.beta = 0.0;
+    auto round_up = [](std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; };
+    const std::int64_t rows_a = ta ? call_.k : call_.m, cols_a = ta ? call_.m : call_.k;
+    const std::int64_t rows_b = tb ? call_.n : call_.k, cols_b = tb ? call_.k : call_.n;
+    call_.lda = round_up(rows_a, align);
+    call_.ldb = round_up(rows_b, align);
+    // Guard rows past m in every column (a write there shows in verify()), with ldc kept a
+    // multiple of 16 bytes as a caller's usually is, so C is written with vector stores.
+    call_.ldc = round_up(call_.m + 1, 16 / bytes);
+    // Offsets that make the pointers aligned to exactly `align` elements.
+    const std::size_t offset = align == 4 ? 0 : static_cast<std::size_t>(align) * bytes;
+    a_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.lda * cols_a) * bytes + 16);
+    b_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.ldb * cols_b) * bytes + 16);
+    c_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.ldc * call_.n) * bytes);
+    ref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n) * 8);
+    absref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n) * 8);
+    result_ = detail::DeviceBuffer(16);
+    call_.a = reinterpret_cast<const void*>(a_.get() + offset);
+    call_.b = reinterpret_cast<const void*>(b_.get() + offset);
+    call_.c = reinterpret_cast<void*>(c_.get());
+    CompileRequest r = family.compile_request(family.default_config(p, device.limits()), p,
+                                              device.limits().arch());
+    const std::string type = bytes == 4 ? "float" : "double";
+    r.name_expressions = {
+        "ktune::fill_random<" + type + ">",
+        "ktune::gemm_reference<" + type + ", " + (ta ? "1" : "0") + ", " + (tb ? "1" : "0") + ">",
+        "ktune::gemm_compare<" + type + ">"};
+    helpers_ = cache.get(r);
+  }
+
+  void prepare(std::uint64_t seed, CUstream stream) override {
+    const int bytes = call_.element_bytes;
+    std::uint64_t s = seed;
+    for (const detail::DeviceBuffer* buf : {&a_, &b_}) {
+      CUdeviceptr ptr = buf->get();
+      std::uint64_t count = buf->size() / bytes;
+      void* args[] = {&ptr, &count, &s};
+      helpers_->launch(0, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, args);
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+    }
+    check(driver().cuMemsetD8Async(c_.get(), 0xFF, c_.size(), stream), "cuMemsetD8Async");
+  }
+
+  void run(const Kernel& kernel, const Config& config, CUstream stream) override {
+    gemm_launch(kernel, config, device_.limits(), call_, stream);
+  }
+
+  std::string verify(CUstream stream) override {
+    const auto& d = driver();
+    const unsigned gx = static_cast<unsigned>((call_.m + 63) / 64),
+                   gy = static_cast<unsigned>((call_.n + 63) / 64);
+    CUdeviceptr null_c0 = 0, ref = ref_.get(), absref = absref_.get(), result = result_.get();
+    if (call_.element_bytes == 4) {
+      GemmArgs<float> args = make_args<float>(call_, nullptr, 0);
+      void* params[] = {&args, &null_c0, &ref, &absref};
+      helpers_->launch(1, gx, gy, 1, 256, 1, 1, 0, stream, params);
+    } else {
+      GemmArgs<double> args = make_args<double>(call_, nullptr, 0);
+      void* params[] = {&args, &null_c0, &ref, &absref};
+      helpers_->launch(1, gx, gy, 1, 256, 1, 1, 0, stream, params);
+    }
+    check(d.cuMemsetD8Async(result_.get(), 0, 8, stream), "cuMemsetD8Async");
+    check(d.cuMemsetD8Async(result_.get() + 8, 0xFF, 8, stream), "cuMemsetD8Async");
+    // Rounding of a length-k sum with random signs grows like sqrt(k); 16 eps sqrt(k) times the
+    // sum of magnitudes stays far below one misplaced product (|a||b| ~ 1/4 of it per term).
+    const double eps = call_.element_bytes == 4 ? 5.96e-8 : 1.11e-16;
+    double tol_scale =
+        16 * eps * std::sqrt(static_cast<double>(std::max<std::int64_t>(1, call_.k)));
+    double tol_floor = 1e-30;
+    CUdeviceptr cptr = c_.get();
+    long long ldc = call_.ldc;
+    int m = static_cast<int>(call_.m), n = static_cast<int>(call_.n);
+    void* params[] = {&cptr, &ldc, &m, &n, &ref, &absref, &tol_scale, &tol_floor, &result};
+    helpers_->launch(2, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, params);
+    std::uint64_t host[2] = {0, 0};
+    check(d.cuMemcpyDtoHAsync(host, result_.get(), sizeof(host), stream), "cuMemcpyDtoHAsync");
+    check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    if (host[0] == 0) return {};
+    const std::int64_t row = static_cast<std::int64_t>(host[1] % call_.ldc),
+                       col = static_cast<std::int64_t>(host[1] / call_.ldc);
+    return std::to_string(host[0]) + " element(s) of C wrong, first at (" + std::to_string(row) +
+           ", " + std::to_string(col) + ")" +
+           (row >= call_.m ? " outside the matrix (guard row)" : "");
+  }
+
+  double work() const override { return 2.0 * call_.m * call_.n * call_.k; }
+  std::size_t bytes() const override {
+    return a_.size() + b_.size() + c_.size() + ref_.size() + absref_.size();
+  }
+  const GemmCall& call() const { return call_; }
+
+ private:
+  const Device& device_;
+  GemmCall call_;
+  detail::DeviceBuffer a_, b_, c_, ref_, absref_, result_;
+  std::shared_ptr<const Kernel> helpers_;
+};
+
+std::unique_ptr<Workload> GemmFamily::make_workload(const Problem& p, const Device& device,
+                                                    KernelCache& cache) const {
+  return std::make_unique<GemmWorkload>(*this, p, device, cache);
+}
+
+}  // namespace
+
+const Family& gemm_family() {
+  static const GemmFamily instance;
+  return instance;
+}
+
+GemmCall gemm_workload_call(const Workload& workload) {
+  const auto* w = dynamic_cast<const GemmWorkload*>(&workload);
+  if (!w) throw Error(ErrorCode::kInternal, "gemm_workload_call: not a gemm workload");
+  return w->call();
+}
+
+void validate_gemm_args(const char* function, bool row_major, bool trans_a, bool trans_b,
+                        std::int64_t m, std::int64_t n, std::int64_t k, bool alpha_zero,
+                        const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+                        const void* c, std::int64_t ldc) {
+  auto fail = [&](const std::string& what) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(function) + ": " + what);
+  };
+  if (m < 0) fail("m must be >= 0, got " + std::to_string(m));
+  if (n < 0) fail("n must be >= 0, got " + std::to_string(n));
+  if (k < 0) fail("k must be >= 0, got " + std::to_string(k));
+  if (m > kMaxDim) fail("m must be < 2^31, got " + std::to_string(m));
+  if (n > kMaxDim) fail("n must be < 2^31, got " + std::to_string(n));
+  if (k > kMaxDim) fail("k must be < 2^31, got " + std::to_string(k));
+  // Rows of each matrix as stored (column-major: the leading dimension covers them).
+  const std::int64_t a_rows = row_major ? (trans_a ? m : k) : (trans_a ? k : m);
+  const std::int64_t b_rows = row_major ? (trans_b ? k : n) : (trans_b ? n : k);
+  const std::int64_t c_rows = row_major ? n : m;
+  if (lda < std::max<std::int64_t>(1, a_rows))
+    fail("lda must be >= max(1, " + std::to_string(a_rows) + "), got " + std::to_string(lda));
+  if (ldb < std::max<std::int64_t>(1, b_rows))
+    fail("ldb must be >= max(1, " + std::to_string(b_rows) + "), got " + std::to_string(ldb));
+  if (ldc < std::max<std::int64_t>(1, c_rows))
+    fail("ldc must be >= max(1, " + std::to_string(c_rows) + "), got " + std::to_string(ldc));
+  if (m == 0 || n == 0) return;
+  if (!c) fail("c is null");
+  if (k > 0 && !alpha_zero) {
+    if (!a) fail("a is null");
+    if (!b) fail("b is null");
+  }
+}
+
+int gemm_alignment(const GemmCall& call) {
+  for (int v : {4, 2}) {
+    if (v * call.element_bytes > 16) continue;
+    const std::uintptr_t bytes = static_cast<std::uintptr_t>(v) * call.element_bytes;
+    if (reinterpret_cast<std::uintptr_t>(call.a) % bytes == 0 &&
+        reinterpret_cast<std::uintptr_t>(call.b) % bytes == 0 && call.lda % v == 0 &&
+        call.ldb % v == 0)
+      return v;
+  }
+  return 1;
+}
+
+Problem gemm_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                     std::int64_t n, std::int64_t k, int align) {
+  Problem p;
+  p.family = "gemm";
+  p.attrs = {{"dtype", dtype}, {"op", std::string(trans_a ? "t" : "n") + (trans_b ? "t" : "n")}};
+  p.sizes = {{"m", m}, {"n", n}, {"k", k}, {"align", align}};
+  return p;
+}
+
+void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&,
+                 const GemmCall& call, CUstream stream) {
+  const int bytes = call.element_bytes;
+  const Geometry g = geometry(config, bytes);
+  const std::int64_t bm = get(config, "BM"), bn = get(config, "BN"), bk = get(config, "BK");
+  const std::int64_t tiles = ((call.m + bm - 1) / bm) * ((call.n + bn - 1) / bn);
+  const std::int64_t split = get(config, "SPLITK");
+  const int swizzle = static_cast<int>(get(config, "SWIZZLE"));
+  std::int64_t kps = call.k, splits = 1;
+  CUdeviceptr workspace = 0;
+  const auto& d = driver();
+  if (split > 1) {
+    kps = ((call.k + split - 1) / split + bk - 1) / bk * bk;
+    splits = (call.k + kps - 1) / kps;
+    check(d.cuMemAllocAsync(&workspace, static_cast<std::size_t>(splits * call.m * call.n) * bytes,
+                            stream),
+          "cuMemAllocAsync (split-K workspace)");
+  }
+  void* ws = reinterpret_cast<void*>(workspace);
+  auto go = [&](auto args) {
+    void* params[] = {&args};
+    kernel.launch(0, static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits), g.threads, 1,
+                  1, g.smem, stream, params);
+    if (split > 1) {
+      int s = static_cast<int>(splits);
+      void* reduce[] = {&args, &s};
+      const std::int64_t blocks = std::min<std::int64_t>((call.m * call.n + 255) / 256, 65536);
+      kernel.launch(1, static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, stream, reduce);
+    }
+  };
+  if (bytes == 4)
+    go(make_args<float>(call, ws, kps, swizzle));
+  else
+    go(make_args<double>(call, ws, kps, swizzle));
+  if (workspace) check(d.cuMemFreeAsync(workspace, stream), "cuMemFreeAsync");
+}
+
+std::vector<GemmShape> gemm_suite() {
+  return {{1024, 1024, 1024, false, false}, {2048, 2048, 2048, false, false},
+          {4096, 4096, 4096, false, false}, {8192, 8192, 8192, false, false},
+          {1000, 1000, 1000, false, false}, {4095, 4095, 4095, false, false},
+          {4096, 4096, 256, false, false},  {8192, 128, 8192, false, false},
+          {16384, 16384, 64, false, false}, {6000, 32, 6000, false, false},
+          {64, 64, 262144, false, false},   {4096, 4096, 4096, false, true},
+          {4096, 4096, 4096, true, false},  {4096, 4096, 4096, true, true}};
+}
+
+std::string gemm_scale_name(int element_bytes) {
+  return std::string("ktune::gemm_scale<") + (element_bytes == 4 ? "float" : "double") + ">";
+}
+
+void gemm_scale_launch(const Kernel& kernel, const DeviceLimits& limits, const GemmCall& call,
+                       CUstream stream) {
+  CUdeviceptr c = reinterpret_cast<CUdeviceptr>(call.c);
+  long long ldc = call.ldc;
+  int m = static_cast<int>(call.m), n = static_cast<int>(call.n);
+  const unsigned blocks = static_cast<unsigned>(
+      std::min<std::int64_t>((call.m * call.n + 255) / 256, std::int64_t(limits.sm_count) * 8));
+  if (call.element_bytes == 4) {
+    float beta = static_cast<float>(call.beta);
+    void* params[] = {&c, &ldc, &m, &n, &beta};
+    kernel.launch(0, blocks, 1, 1, 256, 1, 1, 0, stream, params);
+  } else {
+    double beta = call.beta;
+    void* params[] = {&c, &ldc, &m, &n, &beta};
+    kernel.launch(0, blocks, 1, 1, 256, 1, 1, 0, stream, params);
+  }
+}
+
+}  // namespace ktune

@@ -1,0 +1,449 @@
+// GEMM family: C = alpha * op(A) * op(B) + beta * C, column-major, f32/f64 on the FMA units.
+// Block tile BM x BN x BK in shared memory (k-major for both operands, so every operand fragment
+// is a vector load), warp tile WM x WN split into WMITER x WNITER sub-tiles, TM x TN registers per
+// thread and sub-tile; register-staged double buffering, shared-to-register prefetch, split-K,
+// grouped block rasterization. Edge tiles take a predicated path; interior tiles run unchecked.
+#pragma once
+
+#include "common.cuh"
+
+namespace ktune {
+
+enum GemmOp { kGemmN = 0, kGemmT = 1 };
+
+// Same layout as ktune::GemmArgs<T> in gemm.hpp.
+template <typename T>
+struct GemmParams {
+  const T* a;
+  const T* b;
+  T* c;
+  T* workspace;  // split-K partial sums: splits x m x n, column-major
+  long long lda, ldb, ldc;
+  int m, n, k;
+  int k_per_split;  // a multiple of BK; the k range of blockIdx.z
+  int swizzle;      // block rasterization group (1: plain column order of tiles)
+  int c_vector;     // 1: C and ldc allow 16-byte accesses down a column
+  T alpha, beta;
+};
+
+// Grouped rasterization (as in Triton's GROUP_M): `swizzle` consecutive tile rows are walked
+// column by column, so blocks running together share A and B tiles in L2.
+__device__ __forceinline__ void gemm_tile_of(int id, int tiles_m, int tiles_n, int swizzle, int& tm,
+                                             int& tn) {
+  if (swizzle <= 1) {
+    tm = id % tiles_m;
+    tn = id / tiles_m;
+  } else {
+    const int per_group = swizzle * tiles_n;
+    const int group = id / per_group;
+    const int first_m = group * swizzle;
+    const int rows = min(tiles_m - first_m, swizzle);
+    const int in_group = id % per_group;
+    tm = first_m + in_group % rows;
+    tn = in_group / rows;
+  }
+}
+
+template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
+          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int SPLIT>
+struct GemmTile {
+  static constexpr int kWarpsM = BM / WM;
+  static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
+  static constexpr int kWmIter = (WM * WN) / (32 * TM * TN * WNITER);
+  static constexpr int kSubM = WM / kWmIter;
+  static constexpr int kSubN = WN / WNITER;
+  static constexpr int kLanesM = kSubM / TM;  // lanes of a warp along m
+  static constexpr int kLdA = BM + PAD;       // shared-memory row strides (k-major rows)
+  static constexpr int kLdB = BN + PAD;
+  static constexpr int kFragM = kWmIter * TM;
+  static constexpr int kFragN = WNITER * TN;
+  // Global -> register staging: each operand tile is read along its contiguous dimension.
+  static constexpr int kAContig = OPA == kGemmN ? BM : BK;
+  static constexpr int kBContig = OPB == kGemmT ? BN : BK;
+  static constexpr int kALoads = BM * BK / VEC / kThreads;
+  static constexpr int kBLoads = BN * BK / VEC / kThreads;
+  // Widest shared-memory access that the fragments allow (16 bytes at most).
+  static constexpr int kUnroll = UNROLL == 0 ? BK : UNROLL;
+  static constexpr int kChunk = 16 / sizeof(T);
+  static constexpr int kChunkM =
+      TM % kChunk == 0 ? kChunk : (TM % 2 == 0 && sizeof(T) <= 8 ? 2 : 1);
+  static constexpr int kChunkN =
+      TN % kChunk == 0 ? kChunk : (TN % 2 == 0 && sizeof(T) <= 8 ? 2 : 1);
+
+  static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
+  static_assert(kThreads >= 32 && kThreads <= 1024, "32 to 1024 threads per block");
+  static_assert(kWmIter >= 1 && (WM * WN) % (32 * TM * TN * WNITER) == 0,
+                "a warp tile must hold 32 threads' TM x TN x WNITER sub-tiles");
+  static_assert(WM % kWmIter == 0 && WN % WNITER == 0, "sub-tiles must divide the warp tile");
+  static_assert(kSubM % TM == 0 && kSubN % TN == 0, "thread tiles must divide the sub-tile");
+  static_assert((kSubM / TM) * (kSubN / TN) == 32, "a sub-tile must hold exactly 32 thread tiles");
+  static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC must be 1, 2 or 4");
+  static_assert(VEC * sizeof(T) <= 16, "one global access moves at most 16 bytes");
+  static_assert(kAContig % VEC == 0 && kBContig % VEC == 0,
+                "VEC must divide the contiguous tile extent");
+  static_assert(kALoads >= 1 && kALoads * VEC * kThreads == BM * BK,
+                "A tile must split evenly over threads");
+  static_assert(kBLoads >= 1 && kBLoads * VEC * kThreads == BN * BK,
+                "B tile must split evenly over threads");
+  static_assert(STAGES == 1 || STAGES == 2, "STAGES: 1 (no buffering) or 2 (double buffering)");
+  static_assert(PAD % 4 == 0 && PAD % VEC == 0, "PAD keeps rows 16-byte aligned");
+  static_assert(UNROLL == 0 || (BK % UNROLL == 0 && UNROLL % 2 == 0),
+                "UNROLL: 0 (all of BK) or an even divisor");
+};
+
+// Loads VEC consecutive elements at p; with `check`, elements with ok[e] false read as zero.
+// Called with a constant `check`, so each call site keeps only one path after inlining.
+template <typename T, int VEC>
+__device__ __forceinline__ Packet<T, VEC> gemm_load(const T* p, bool check, bool all_ok,
+                                                    const bool* ok) {
+  Packet<T, VEC> r;
+  if (!check || all_ok) {
+    r = *reinterpret_cast<const Packet<T, VEC>*>(p);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) r.v[e] = ok[e] ? p[e] : T(0);
+  }
+  return r;
+}
+
+template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
+          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int SPLIT>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmParams<T> p) {
+  using G = GemmTile<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH, UNROLL, VEC,
+                     PAD, SPLIT>;
+  extern __shared__ __align__(16) unsigned char gemm_smem[];
+  T* As = reinterpret_cast<T*>(gemm_smem);  // [STAGES][BK][kLdA]
+  T* Bs = As + STAGES * BK * G::kLdA;       // [STAGES][BK][kLdB]
+
+  const int tid = threadIdx.x;
+  const int tiles_m = (p.m + BM - 1) / BM;
+  const int tiles_n = (p.n + BN - 1) / BN;
+  int tile_m, tile_n;
+  gemm_tile_of(blockIdx.x, tiles_m, tiles_n, p.swizzle, tile_m, tile_n);
+  const int m0 = tile_m * BM;
+  const int n0 = tile_n * BN;
+  const int k_begin = SPLIT ? blockIdx.z * p.k_per_split : 0;
+  const int k_end = SPLIT ? min(p.k, k_begin + p.k_per_split) : p.k;
+  const int k_tiles = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
+  const int full_k_tiles = k_end > k_begin ? (k_end - k_begin) / BK : 0;
+  const bool interior = m0 + BM <= p.m && n0 + BN <= p.n;
+
+  Packet<T, VEC> a_stage[G::kALoads];
+  Packet<T, VEC> b_stage[G::kBLoads];
+
+  // Global -> registers. Vector v of the tile: c along the contiguous dimension, o across it.
+  auto load_tiles = [&](int kt, bool check) {
+    const int k0 = k_begin + kt * BK;
+#pragma unroll
+    for (int l = 0; l < G::kALoads; ++l) {
+      const int v = tid + l * G::kThreads;
+      const int c = (v % (G::kAContig / VEC)) * VEC;
+      const int o = v / (G::kAContig / VEC);
+      const int row = OPA == kGemmN ? m0 + c : m0 + o;  // index in m
+      const int col = OPA == kGemmN ? k0 + o : k0 + c;  // index in k
+      const T* ptr = OPA == kGemmN ? p.a + row + col * p.lda : p.a + col + row * p.lda;
+      bool ok[VEC];
+      bool all = true;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        ok[e] = OPA == kGemmN ? (row + e < p.m && col < k_end) : (row < p.m && col + e < k_end);
+        all &= ok[e];
+      }
+      a_stage[l] = gemm_load<T, VEC>(ptr, check, all, ok);
+    }
+#pragma unroll
+    for (int l = 0; l < G::kBLoads; ++l) {
+      const int v = tid + l * G::kThreads;
+      const int c = (v % (G::kBContig / VEC)) * VEC;
+      const int o = v / (G::kBContig / VEC);
+      const int kk = OPB == kGemmT ? k0 + o : k0 + c;   // index in k
+      const int col = OPB == kGemmT ? n0 + c : n0 + o;  // index in n
+      const T* ptr = OPB == kGemmT ? p.b + col + kk * p.ldb : p.b + kk + col * p.ldb;
+      bool ok[VEC];
+      bool all = true;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        ok[e] = OPB == kGemmT ? (col + e < p.n && kk < k_end) : (col < p.n && kk + e < k_end);
+        all &= ok[e];
+      }
+      b_stage[l] = gemm_load<T, VEC>(ptr, check, all, ok);
+    }
+  };
+  auto load = [&](int kt) {
+    if (interior && kt < full_k_tiles)
+      load_tiles(kt, false);
+    else
+      load_tiles(kt, true);
+  };
+
+  // Registers -> shared memory, both operands k-major: As[k][m], Bs[k][n].
+  auto store = [&](int stage) {
+    T* as = As + stage * BK * G::kLdA;
+    T* bs = Bs + stage * BK * G::kLdB;
+#pragma unroll
+    for (int l = 0; l < G::kALoads; ++l) {
+      const int v = tid + l * G::kThreads;
+      const int c = (v % (G::kAContig / VEC)) * VEC;
+      const int o = v / (G::kAContig / VEC);
+      if (OPA == kGemmN) {
+        *reinterpret_cast<Packet<T, VEC>*>(as + o * G::kLdA + c) = a_stage[l];
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) as[(c + e) * G::kLdA + o] = a_stage[l].v[e];
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < G::kBLoads; ++l) {
+      const int v = tid + l * G::kThreads;
+      const int c = (v % (G::kBContig / VEC)) * VEC;
+      const int o = v / (G::kBContig / VEC);
+      if (OPB == kGemmT) {
+        *reinterpret_cast<Packet<T, VEC>*>(bs + o * G::kLdB + c) = b_stage[l];
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) bs[(c + e) * G::kLdB + o] = b_stage[l].v[e];
+      }
+    }
+  };
+
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int wm0 = (warp % G::kWarpsM) * WM;
+  const int wn0 = (warp / G::kWarpsM) * WN;
+  const int lm = lane % G::kLanesM;
+  const int ln = lane / G::kLanesM;
+
+  T acc[G::kFragM][G::kFragN];
+#pragma unroll
+  for (int i = 0; i < G::kFragM; ++i)
+#pragma unroll
+    for (int j = 0; j < G::kFragN; ++j) acc[i][j] = T(0);
+
+  T af[PREFETCH ? 2 : 1][G::kFragM];
+  T bf[PREFETCH ? 2 : 1][G::kFragN];
+
+  auto load_fragments = [&](const T* as, const T* bs, int kk, int slot) {
+#pragma unroll
+    for (int wi = 0; wi < G::kWmIter; ++wi)
+#pragma unroll
+      for (int i = 0; i < TM; i += G::kChunkM) {
+        const auto v = *reinterpret_cast<const Packet<T, G::kChunkM>*>(as + kk * G::kLdA + wm0 +
+                                                                       wi * G::kSubM + lm * TM + i);
+#pragma unroll
+        for (int e = 0; e < G::kChunkM; ++e) af[slot][wi * TM + i + e] = v.v[e];
+      }
+#pragma unroll
+    for (int wj = 0; wj < WNITER; ++wj)
+#pragma unroll
+      for (int j = 0; j < TN; j += G::kChunkN) {
+        const auto v = *reinterpret_cast<const Packet<T, G::kChunkN>*>(bs + kk * G::kLdB + wn0 +
+                                                                       wj * G::kSubN + ln * TN + j);
+#pragma unroll
+        for (int e = 0; e < G::kChunkN; ++e) bf[slot][wj * TN + j + e] = v.v[e];
+      }
+  };
+  auto fma_fragments = [&](int slot) {
+#pragma unroll
+    for (int i = 0; i < G::kFragM; ++i)
+#pragma unroll
+      for (int j = 0; j < G::kFragN; ++j) acc[i][j] = fma(af[slot][i], bf[slot][j], acc[i][j]);
+  };
+  auto compute = [&](int stage) {
+    const T* as = As + stage * BK * G::kLdA;
+    const T* bs = Bs + stage * BK * G::kLdB;
+    if (PREFETCH) {
+      load_fragments(as, bs, 0, 0);
+#pragma unroll G::kUnroll
+      for (int kk = 0; kk < BK; ++kk) {
+        if (kk + 1 < BK) load_fragments(as, bs, kk + 1, (kk + 1) & 1);
+        fma_fragments(kk & 1);
+      }
+    } else {
+#pragma unroll G::kUnroll
+      for (int kk = 0; kk < BK; ++kk) {
+        load_fragments(as, bs, kk, 0);
+        fma_fragments(0);
+      }
+    }
+  };
+
+  if (k_tiles > 0) {
+    if (STAGES == 2) {
+      load(0);
+      store(0);
+      __syncthreads();
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int stage = kt & 1;
+        if (kt + 1 < k_tiles) load(kt + 1);  // in flight while this tile is computed
+        compute(stage);
+        if (kt + 1 < k_tiles) store(stage ^ 1);
+        __syncthreads();
+      }
+    } else {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        load(kt);
+        if (kt > 0) __syncthreads();
+        store(0);
+        __syncthreads();
+        compute(0);
+      }
+    }
+  }
+
+  // Epilogue: alpha * acc + beta * C (C not read when beta == 0), or the split-K partial sum.
+  const bool beta_zero = p.beta == T(0);
+  T* ws = SPLIT ? p.workspace + static_cast<long long>(blockIdx.z) * p.m * p.n : nullptr;
+  if (!SPLIT && interior && p.c_vector && TM % G::kChunk == 0) {
+    // A thread's TM rows of a column are contiguous: write them as 16-byte vectors.
+#pragma unroll
+    for (int wi = 0; wi < G::kWmIter; ++wi)
+#pragma unroll
+      for (int i = 0; i < TM; i += G::kChunk) {
+        const int row = m0 + wm0 + wi * G::kSubM + lm * TM + i;
+#pragma unroll
+        for (int wj = 0; wj < WNITER; ++wj)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) {
+            const int col = n0 + wn0 + wj * G::kSubN + ln * TN + j;
+            auto* cp = reinterpret_cast<Packet<T, G::kChunk>*>(p.c + row +
+                                                               static_cast<long long>(col) * p.ldc);
+            Packet<T, G::kChunk> v;
+            if (beta_zero) {
+#pragma unroll
+              for (int e = 0; e < G::kChunk; ++e)
+                v.v[e] = p.alpha * acc[wi * TM + i + e][wj * TN + j];
+            } else {
+              v = *cp;
+#pragma unroll
+              for (int e = 0; e < G::kChunk; ++e)
+                v.v[e] = fma(p.alpha, acc[wi * TM + i + e][wj * TN + j], p.beta * v.v[e]);
+            }
+            *cp = v;
+          }
+      }
+    return;
+  }
+#pragma unroll
+  for (int wi = 0; wi < G::kWmIter; ++wi)
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int row = m0 + wm0 + wi * G::kSubM + lm * TM + i;
+#pragma unroll
+      for (int wj = 0; wj < WNITER; ++wj)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+          const int col = n0 + wn0 + wj * G::kSubN + ln * TN + j;
+          if (!interior && (row >= p.m || col >= p.n)) continue;
+          const T v = acc[wi * TM + i][wj * TN + j];
+          if (SPLIT) {
+            ws[row + static_cast<long long>(col) * p.m] = v;
+          } else {
+            T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
+            *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
+          }
+        }
+    }
+}
+
+// Deterministic split-K reduction: partial sums added in split order, then alpha and beta.
+template <typename T>
+__global__ void gemm_splitk_reduce(GemmParams<T> p, int splits) {
+  const long long total = static_cast<long long>(p.m) * p.n;
+  for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+    T sum = T(0);
+    for (int s = 0; s < splits; ++s) sum += p.workspace[s * total + idx];
+    const long long row = idx % p.m, col = idx / p.m;
+    T* cp = p.c + row + col * p.ldc;
+    *cp = p.beta == T(0) ? p.alpha * sum : fma(p.alpha, sum, p.beta * *cp);
+  }
+}
+
+// C = beta * C for k == 0 or alpha == 0 (BLAS: A and B are not read); beta == 0 writes zeros.
+template <typename T>
+__global__ void gemm_scale(T* c, long long ldc, int m, int n, T beta) {
+  const long long total = static_cast<long long>(m) * n;
+  for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+    T* cp = c + idx % m + (idx / m) * ldc;
+    *cp = beta == T(0) ? T(0) : beta * *cp;
+  }
+}
+
+// Reference for verification: double accumulation, 64 x 64 tiles of 16 x 16 threads with 4 x 4
+// results each. ref = alpha * op(A) op(B) + beta * c0 and absref = the same with magnitudes,
+// which scales the tolerance. c0 may be null when beta == 0.
+template <typename T, int OPA, int OPB>
+__global__ void __launch_bounds__(256)
+    gemm_reference(GemmParams<T> p, const T* c0, double* ref, double* absref) {
+  __shared__ double as[16][64 + 1];
+  __shared__ double bs[16][64 + 1];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const int m0 = blockIdx.x * 64, n0 = blockIdx.y * 64;
+  double acc[4][4] = {}, mag[4][4] = {};
+  for (int k0 = 0; k0 < p.k; k0 += 16) {
+    for (int e = threadIdx.x; e < 16 * 64; e += 256) {
+      const int kk = e / 64, x = e % 64;
+      const int i = m0 + x, j = n0 + x, kg = k0 + kk;
+      double a = 0, b = 0;
+      if (i < p.m && kg < p.k) a = OPA == kGemmN ? p.a[i + kg * p.lda] : p.a[kg + i * p.lda];
+      if (j < p.n && kg < p.k) b = OPB == kGemmN ? p.b[kg + j * p.ldb] : p.b[j + kg * p.ldb];
+      as[kk][x] = a;
+      bs[kk][x] = b;
+    }
+    __syncthreads();
+    for (int kk = 0; kk < 16; ++kk)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+          const double a = as[kk][ty * 4 + i], b = bs[kk][tx * 4 + j];
+          acc[i][j] = fma(a, b, acc[i][j]);
+          mag[i][j] = fma(fabs(a), fabs(b), mag[i][j]);
+        }
+    __syncthreads();
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      const int row = m0 + ty * 4 + i, col = n0 + tx * 4 + j;
+      if (row >= p.m || col >= p.n) continue;
+      const long long idx = row + static_cast<long long>(col) * p.m;
+      const double alpha = static_cast<double>(p.alpha), beta = static_cast<double>(p.beta);
+      double r = alpha * acc[i][j], mg = fabs(alpha) * mag[i][j];
+      if (beta != 0.0 && c0) {
+        const double c = c0[row + col * p.ldc];
+        r += beta * c;
+        mg += fabs(beta * c);
+      }
+      ref[idx] = r;
+      absref[idx] = mg;
+    }
+}
+
+// Counts elements of C outside tol_scale * absref of the reference (NaN always counts), and rows
+// between m and ldc that are no longer the 0xFF poison (writes outside the matrix).
+template <typename T>
+__global__ void gemm_compare(const T* c, long long ldc, int m, int n, const double* ref,
+                             const double* absref, double tol_scale, double tol_floor,
+                             u64* result) {
+  const long long total = ldc * n;
+  for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long row = idx % ldc, col = idx / ldc;
+    const T v = c[idx];
+    bool bad;
+    if (row >= m) {
+      const unsigned char* bytes = reinterpret_cast<const unsigned char*>(&v);
+      bad = false;
+      for (int b = 0; b < static_cast<int>(sizeof(T)); ++b) bad |= bytes[b] != 0xFF;
+    } else {
+      const long long r = row + col * m;
+      const double err = fabs(static_cast<double>(v) - ref[r]);
+      bad = !(err <= tol_scale * absref[r] + tol_floor);
+    }
+    if (bad) {
+      atomicAdd(&result[0], 1ULL);
+      atomicMin(&result[1], static_cast<u64>(idx));
+    }
+  }
+}
+
+}  // namespace ktune

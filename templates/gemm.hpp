@@ -1,0 +1,70 @@
+// Host side of the GEMM family: BLAS argument checks, problem keys, and the shared launch.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+#include "runtime/problem.hpp"
+
+namespace ktune {
+
+class Kernel;
+class Workload;
+
+// One column-major GEMM: C(m x n) = alpha * op(A) * op(B) + beta * C. Row-major calls are turned
+// into this form by the transpose identity before they get here.
+struct GemmCall {
+  int element_bytes = 4;  // 4: f32, 8: f64
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  double alpha = 1, beta = 0;
+  const void* a = nullptr;
+  std::int64_t lda = 1;
+  const void* b = nullptr;
+  std::int64_t ldb = 1;
+  void* c = nullptr;
+  std::int64_t ldc = 1;
+};
+
+// BLAS-style argument check (like XERBLA / CUBLAS_STATUS_INVALID_VALUE): throws
+// Error(kInvalidArgument) naming the first wrong argument. `row_major` as passed by the caller,
+// before the transpose identity; dims as the caller passed them.
+void validate_gemm_args(const char* function, bool row_major, bool trans_a, bool trans_b,
+                        std::int64_t m, std::int64_t n, std::int64_t k, bool alpha_zero,
+                        const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+                        const void* c, std::int64_t ldc);
+
+// Largest v in {1, 2, 4} (elements, at most 16 bytes) dividing both operand pointers' alignment
+// and their leading dimensions: the widest global load the kernels may use.
+int gemm_alignment(const GemmCall& call);
+
+// dtype "f32" / "f64"; op "nn", "nt", "tn", "tt" (op(A) then op(B)).
+Problem gemm_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                     std::int64_t n, std::int64_t k, int align);
+
+// Launches the compiled candidate for a call with m, n, k > 0 and alpha != 0 (split-K workspace
+// is allocated and freed on the stream).
+void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
+                 const GemmCall& call, CUstream stream);
+
+// C = beta * C with `kernel` compiled from gemm_scale_name() (k == 0 or alpha == 0 in BLAS).
+std::string gemm_scale_name(int element_bytes);
+void gemm_scale_launch(const Kernel& kernel, const DeviceLimits& limits, const GemmCall& call,
+                       CUstream stream);
+
+// The benchmark suite (ktune bench gemm, ktune tune gemm --suite): shapes M x N x K with ops.
+struct GemmShape {
+  std::int64_t m, n, k;
+  bool trans_a, trans_b;
+};
+std::vector<GemmShape> gemm_suite();
+
+// The call of a GEMM workload (its verified buffers), for benchmarks running other
+// implementations on the same data; throws Error(kInternal) for another family's workload.
+GemmCall gemm_workload_call(const Workload& workload);
+
+}  // namespace ktune
