@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/ktune-gpu-check}
 mkdir -p "$OUT"
-export KTUNE_DB=${KTUNE_DB:-$OUT/tuning.db}
+# The database persists between visits in .gpu-state/ (carried there and back through $OUT).
+export KTUNE_DB=${KTUNE_DB:-$PWD/.gpu-state/tuning.db}
+mkdir -p "$(dirname "$KTUNE_DB")"
 export KTUNE_COMMIT=${KTUNE_COMMIT:-unknown}
 KTUNE="$BUILD/ktune"
 steps=("$@")
@@ -77,6 +79,9 @@ for step in "${steps[@]}"; do
   esac
 done
 "$KTUNE" query > "$OUT/query.txt" 2>&1
+# A consistent copy of the database (WAL folded in) comes back with the logs.
+python3 -c "import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)" \
+  "$KTUNE_DB" "$OUT/tuning.db" 2>/dev/null || cp "$KTUNE_DB" "$OUT/tuning.db"
 echo
 echo "=== summary (device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
