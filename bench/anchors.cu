@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 
 #include <cub/device/device_histogram.cuh>
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 #include <string>
 
 #include "bench/anchors.hpp"
@@ -167,6 +169,66 @@ std::string Cublas::version() const {
   int v = 0;
   cublasGetVersion(static_cast<cublasHandle_t>(handle_), &v);
   return "cuBLAS " + std::to_string(v);
+}
+
+namespace {
+
+// Eight independent accumulators per thread hide the FMA latency; the result is stored only
+// under a condition the data never meets, so nothing is optimised away.
+template <typename T>
+__global__ void __launch_bounds__(256) fma_chains(T* sink, int iterations, T seed) {
+  T a[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = seed + static_cast<T>(threadIdx.x + i);
+  const T x = static_cast<T>(0.999999), y = static_cast<T>(1e-7);
+  for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+    for (int r = 0; r < 16; ++r)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) a[i] = fma(a[i], x, y);
+  }
+  T s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s += a[i];
+  if (s == static_cast<T>(-12345.678)) sink[threadIdx.x] = s;
+}
+
+template <typename T>
+double fma_peak(CUstream stream) {
+  int device = 0, sms = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  T* sink = nullptr;
+  check(cudaMalloc(&sink, 256 * sizeof(T)), "cudaMalloc");
+  const int blocks = sms * 8, iterations = 4096;
+  auto s = reinterpret_cast<cudaStream_t>(stream);
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  fma_chains<T><<<blocks, 256, 0, s>>>(sink, iterations, T(1));  // warm-up, clocks up
+  std::vector<float> ms;
+  for (int r = 0; r < 5; ++r) {
+    check(cudaEventRecord(start, s), "cudaEventRecord");
+    fma_chains<T><<<blocks, 256, 0, s>>>(sink, iterations, T(1));
+    check(cudaEventRecord(stop, s), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    ms.push_back(t);
+  }
+  check(cudaGetLastError(), "fma_chains");
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(sink);
+  std::sort(ms.begin(), ms.end());
+  const double fmas = static_cast<double>(blocks) * 256 * iterations * 16 * 8;
+  return 2 * fmas / (ms[ms.size() / 2] * 1e-3) / 1e12;
+}
+
+}  // namespace
+
+double fma_peak_tflops(bool f64, CUstream stream) {
+  return f64 ? fma_peak<double>(stream) : fma_peak<float>(stream);
 }
 
 std::string versions() {

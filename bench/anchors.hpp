@@ -60,6 +60,11 @@ class Cublas {
   void* handle_ = nullptr;
 };
 
+// Sustained FMA throughput of the FMA units (TFLOPS, 2 flops per FMA) for float or double:
+// independent register-only FMA chains on every SM, timed with events (median of 5). The
+// ceiling a CUDA-core GEMM is judged against, at the clocks the card actually holds.
+double fma_peak_tflops(bool f64, CUstream stream);
+
 // Version strings for the record: "cudart 13000".
 std::string versions();
 

@@ -53,10 +53,12 @@ for step in "${steps[@]}"; do
       run_step tune-gemm-f64-4096 "$KTUNE" tune gemm --dtype f64 --shape 4096x4096x4096 \
         --max-evals 200 --max-seconds 90
       ;;
-    tune-gemm-suite)
-      # Short runs over the rest of the suite (the 4096^3 nn problems are tuned above).
-      run_step tune-gemm-suite-f32 "$KTUNE" tune gemm --suite --dtype f32 --max-evals 40 --max-seconds 20
-      run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 30 --max-seconds 15
+    tune-gemm-suite-f32)
+      # Short runs over every shape of the suite (resumed where earlier runs stopped).
+      run_step tune-gemm-suite-f32 "$KTUNE" tune gemm --suite --dtype f32 --max-evals 60 --max-seconds 24
+      ;;
+    tune-gemm-suite-f64)
+      run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 50 --max-seconds 16
       ;;
     bench-gemm)
       run_step bench-gemm "$KTUNE" bench gemm --csv "$OUT/bench_gemm.csv"
