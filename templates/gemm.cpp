@@ -84,8 +84,8 @@ class GemmFamily final : public Family {
  public:
   GemmFamily() {
     params_ = {
-        {"BM", {64, 128, 256}, "block tile rows (m)"},
-        {"BN", {64, 128, 256}, "block tile columns (n)"},
+        {"BM", {32, 64, 128, 256}, "block tile rows (m)"},
+        {"BN", {32, 64, 128, 256}, "block tile columns (n)"},
         {"BK", {8, 16}, "block tile depth (k) per shared-memory stage"},
         {"WM", {32, 64}, "warp tile rows"},
         {"WN", {32, 64}, "warp tile columns"},
