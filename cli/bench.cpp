@@ -59,7 +59,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
 // alpha = 1, beta = 0, column-major, operands 16-byte aligned.
 void bench_gemm(Runtime& runtime, const Device& device, KernelCache& cache, detail::Stream& stream,
                 L2Flusher& flusher, const TimingOptions& timing, const std::string& dtypes,
-                std::vector<Row>& rows, bool& all_verified) {
+                const std::vector<GemmShape>& shapes, std::vector<Row>& rows, bool& all_verified) {
   const Family& family = find_family("gemm");
   anchors::Cublas cublas;
   std::cout << cublas.version() << ", math mode " << cublas.math_mode()
@@ -84,7 +84,7 @@ void bench_gemm(Runtime& runtime, const Device& device, KernelCache& cache, deta
               << info.clock_khz / 1000 << " MHz, sustained " << fixed(sustained, 1) << " TFLOPS\n";
     double log_sum = 0;
     int count = 0;
-    for (const GemmShape& s : gemm_suite()) {
+    for (const GemmShape& s : shapes) {
       const Problem problem =
           gemm_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
       auto workload = family.make_workload(problem, device, cache);
@@ -160,7 +160,7 @@ void bench_gemm(Runtime& runtime, const Device& device, KernelCache& cache, deta
         ++count;
       }
     }
-    Row g{"gemm", "dtype=" + dtype + " suite of " + std::to_string(count), "geomean ratio"};
+    Row g{"gemm", "dtype=" + dtype + " " + std::to_string(count) + " shapes", "geomean ratio"};
     g.ratio = count ? std::exp(log_sum / count) : 0;
     g.anchor = "cuBLAS";
     rows.push_back(g);
@@ -244,9 +244,11 @@ void bench_histogram(Runtime& runtime, const Device& device, KernelCache& cache,
 }  // namespace
 
 int cmd_bench(const Common& common, const std::string& family_name, const std::string& n_text,
-              const std::string& csv, int repeats, const std::string& dtype) {
+              const std::string& csv, int repeats, const std::string& dtype,
+              const std::string& shape, const std::string& op) {
 #ifndef KTUNE_HAVE_ANCHORS
   (void)common, (void)family_name, (void)n_text, (void)csv, (void)repeats, (void)dtype;
+  (void)shape, (void)op;
   throw Error(ErrorCode::kUnsupported,
               "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
 #else
@@ -327,8 +329,19 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
       rows.push_back(r);
     }
   }
-  if (family_name == "gemm")
-    bench_gemm(runtime, device, cache, stream, flusher, timing, dtype, rows, all_verified);
+  if (family_name == "gemm") {
+    std::vector<GemmShape> shapes = gemm_suite();
+    if (!shape.empty()) {
+      const auto s = parse_shape(shape, 3, "--shape");
+      for (int d = 0; d < 3; ++d)
+        if (s[d] < 1 || s[d] > 0x7fffffffull)
+          throw Error(ErrorCode::kInvalidArgument,
+                      "--shape: each dimension must be in [1, 2^31-1]");
+      shapes = {{static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
+                 static_cast<std::int64_t>(s[2]), op[0] == 't', op[1] == 't'}};
+    }
+    bench_gemm(runtime, device, cache, stream, flusher, timing, dtype, shapes, rows, all_verified);
+  }
   if (family_name == "histogram")
     bench_histogram(runtime, device, cache, stream, flusher, timing, rows, all_verified);
 

@@ -11,6 +11,7 @@
 
 #include "cli/table.hpp"
 #include "db/database.hpp"
+#include "db/exchange.hpp"
 #include "ktune/ktune.hpp"
 #include "runtime/device.hpp"
 #include "runtime/nvrtc.hpp"
@@ -98,6 +99,7 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
   }
   Device device(common.device);
   Database db(common.resolved_db());
+  load_presets_if_new(db);  // a new database starts with the shipped results
   if (!common.quiet)
     std::cerr << "ktune: tuning on " << device.info().identity() << " into " << db.path() << "\n";
 

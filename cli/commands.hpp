@@ -60,6 +60,15 @@ int cmd_check(const std::string& arch, const std::string& family, unsigned jobs,
               bool exhaustive);
 int cmd_explain(const Common& common, const std::string& family, const std::string& problem);
 int cmd_bench(const Common& common, const std::string& family, const std::string& n,
-              const std::string& csv, int repeats, const std::string& dtype = "all");
+              const std::string& csv, int repeats, const std::string& dtype = "all",
+              const std::string& shape = "", const std::string& op = "nn");
+
+// ktune db ... (cli/db_commands.cpp)
+int cmd_db_export(const Common& common, const std::string& family, bool all,
+                  const std::string& output);
+int cmd_db_import(const Common& common, const std::string& file, bool shipped);
+int cmd_db_merge(const Common& common, const std::string& other);
+int cmd_db_prune(const Common& common, bool stale);
+int cmd_db_check(const Common& common);
 
 }  // namespace ktune::cli

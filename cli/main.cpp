@@ -20,6 +20,13 @@ const char* const kExitCodes =
     "Database: --db, else $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db "
     "(~/.cache/ktune/tuning.db).";
 
+const char* const kDbExitCodes =
+    "Exit codes: 0 done, 2 bad arguments, unreadable or invalid JSON (the message names the entry "
+    "and field; nothing was written), 4 database error (no such file, not a ktune database, "
+    "damaged, locked).\n"
+    "Database: --db, else $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db "
+    "(~/.cache/ktune/tuning.db).";
+
 void add_common(CLI::App* app, Common& common, bool with_device = true) {
   app->add_option("--db", common.db,
                   "tuning database file (default: $KTUNE_DB or the cache directory)");
@@ -190,7 +197,12 @@ int main(int argc, char** argv) {
                    "elementwise: elements of f32 per array (default 256M = 1 GiB); histogram "
                    "uses its fixed sizes (1 GiB and 16 MiB)")
       ->capture_default_str();
-  std::string bench_dtype = "all";
+  std::string bench_dtype = "all", bench_shape, bench_op = "nn";
+  bench->add_option("--shape", bench_shape,
+                    "gemm: one MxNxK shape instead of the suite (with --op)");
+  bench->add_option("--op", bench_op, "gemm with --shape: nn, nt, tn or tt")
+      ->check(CLI::IsMember({"nn", "nt", "tn", "tt"}))
+      ->capture_default_str();
   bench->add_option("--dtype", bench_dtype, "gemm: f32, f64 or all")
       ->check(CLI::IsMember({"f32", "f64", "all"}))
       ->capture_default_str();
@@ -198,6 +210,64 @@ int main(int argc, char** argv) {
   bench->add_option("--repeats", bench_repeats, "timed runs per row")
       ->check(CLI::Range(20, 100000))
       ->capture_default_str();
+
+  // ktune db: moving results between machines; binaries never travel (code from elsewhere).
+  // Short descriptions for the command list; what each does in detail goes in its own --help.
+  auto* db_cmd = app.add_subcommand(
+      "db", "export, import, merge, prune or check the tuning database (results, never binaries)");
+  db_cmd->require_subcommand(1);
+  db_cmd->footer(kDbExitCodes);
+  auto db_footer = [](const char* detail) { return std::string(detail) + "\n\n" + kDbExitCodes; };
+  std::string db_family, db_output, db_file, db_other;
+  bool db_all = false, db_shipped = false, db_stale = false;
+  auto* db_export = db_cmd->add_subcommand("export", "write results as JSON, to stdout or a file");
+  add_common(db_export, common, false);
+  db_export->add_option("--family", db_family, "only this family");
+  db_export->add_flag("--all", db_all,
+                      "every row: failed candidates and results of older template versions too");
+  db_export->add_option("-o,--output", db_output, "write to this file instead of stdout");
+  db_export->footer(db_footer(
+      "Each result carries its device (name, compute capability, SMs), family, template hash,\n"
+      "problem, configuration (as text and as parameters), status, min/median/max time, repeats,\n"
+      "metric, origin and source, tool and NVRTC versions, and when it was measured; never a\n"
+      "compiled binary. By default the ok results of the current templates (what a lookup can\n"
+      "use); this is the format of the shipped presets (db/presets/)."));
+  auto* db_import =
+      db_cmd->add_subcommand("import", "import a JSON export, every entry checked first");
+  add_common(db_import, common, false);
+  db_import->add_option("file", db_file, "the JSON file ('-': stdin)")->required();
+  db_import->add_flag("--shipped", db_shipped,
+                      "mark the rows as shipped (ranked after your own results), as the presets "
+                      "of db/presets/ are");
+  db_import->footer(db_footer(
+      "Every entry is checked before anything is written: format and version, the type and size\n"
+      "of every field, the family, the problem, the configuration against the family's parameter\n"
+      "space and its constraints on the entry's device. If one fails, nothing is written and the\n"
+      "message names the entry and field, e.g. results[3].config. Entries of another template\n"
+      "version are skipped (lookups would ignore them). Per key (device, family, template,\n"
+      "problem, configuration) the better row stays: your own results over shipped ones, ok over\n"
+      "failed, then the lower median time. Imported rows record the file they came from."));
+  auto* db_merge =
+      db_cmd->add_subcommand("merge", "merge another ktune database, keeping the better results");
+  add_common(db_merge, common, false);
+  db_merge->add_option("other", db_other, "the other database file")->required();
+  db_merge->footer(db_footer(
+      "The other file is opened read-only and its binaries are never taken (a binary from\n"
+      "elsewhere is code from elsewhere); every row is checked like an import, devices are\n"
+      "matched by name, compute capability and SM count. Per key the better row stays: ok over failed,\n"
+      "then the lower median time; rows taken record the file they came from. One transaction."));
+  auto* db_prune = db_cmd->add_subcommand("prune", "delete what the database no longer needs");
+  add_common(db_prune, common, false);
+  db_prune->add_flag("--stale", db_stale,
+                     "delete results of template versions other than the current ones (lookups "
+                     "ignore them already), their runs, and the binary cache (rebuilt on use)");
+  db_prune->footer(kDbExitCodes);
+  auto* db_check = db_cmd->add_subcommand("check", "check the database file's integrity");
+  add_common(db_check, common, false);
+  db_check->footer(db_footer(
+      "Opens the file read-only and runs SQLite's integrity and foreign key checks, then reports\n"
+      "the schema version and counts of devices, results (ok, stale, in flight), runs and cached\n"
+      "binaries. A damaged file exits 4 with the first problems found."));
 
   try {
     app.parse(argc, argv);
@@ -212,7 +282,9 @@ int main(int argc, char** argv) {
     // A misspelt command reaches CLI11 as a missing subcommand; name the word the user typed.
     if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty())
       message = "unknown command '" + std::string(argv[1]) +
-                "' (devices, tune, query, check, explain, bench)";
+                "' (devices, tune, query, check, explain, bench, db)";
+    else if (db_cmd->parsed() && db_cmd->get_subcommands().empty())
+      message = "db: " + message + " (export, import, merge, prune, check)";
     std::cerr << "ktune: " << message
               << "\nRun 'ktune --help' (or 'ktune <command> --help') for usage.\n";
     return kExitUsage;
@@ -238,7 +310,13 @@ int main(int argc, char** argv) {
       return cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive);
     if (explain->parsed()) return cmd_explain(common, explain_family, explain_problem);
     if (bench->parsed())
-      return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats, bench_dtype);
+      return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats, bench_dtype,
+                       bench_shape, bench_op);
+    if (db_export->parsed()) return cmd_db_export(common, db_family, db_all, db_output);
+    if (db_import->parsed()) return cmd_db_import(common, db_file, db_shipped);
+    if (db_merge->parsed()) return cmd_db_merge(common, db_other);
+    if (db_prune->parsed()) return cmd_db_prune(common, db_stale);
+    if (db_check->parsed()) return cmd_db_check(common);
   } catch (const ktune::Error& e) {
     std::cerr << "ktune: " << e.what() << "\n";
     if (!e.details().empty()) std::cerr << e.details() << "\n";

@@ -7,7 +7,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OUT=${OUT:-/tmp/ktune-gpu-check}
-mkdir -p "$OUT"
+# Logs go to one folder that is packed at the end: the device tool returns at most 8 files.
+LOGS=$OUT/logs
+mkdir -p "$OUT" "$LOGS"
 # The database persists between visits in .gpu-state/ (carried there and back through $OUT).
 export KTUNE_DB=${KTUNE_DB:-$PWD/.gpu-state/tuning.db}
 mkdir -p "$(dirname "$KTUNE_DB")"
@@ -23,7 +25,7 @@ run_step() {
   shift
   local start=$SECONDS
   echo "=== $name: $*"
-  "$@" 2>&1 | tee "$OUT/$name.log"
+  "$@" 2>&1 | tee "$LOGS/$name.log"
   local rc=${PIPESTATUS[0]}
   note "$(printf '%-22s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - start))")"
   return "$rc"
@@ -33,8 +35,8 @@ for step in "${steps[@]}"; do
   case "$step" in
     info)
       nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
-        --format=csv 2>&1 | tee "$OUT/info.log"
-      "$KTUNE" devices | tee -a "$OUT/info.log"
+        --format=csv 2>&1 | tee "$LOGS/info.log"
+      "$KTUNE" devices | tee -a "$LOGS/info.log"
       ;;
     tests)
       run_step gpu-tests "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1
@@ -60,6 +62,18 @@ for step in "${steps[@]}"; do
     tune-gemm-suite-f64)
       run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 50 --max-seconds 16
       ;;
+    tune-gemm-big)
+      # Longer runs on the large squares, seeded with each other's winners.
+      for shape in 4096x4096x4096 8192x8192x8192; do
+        run_step "tune-gemm-f32-$shape" "$KTUNE" tune gemm --dtype f32 --shape "$shape" --max-evals 250 --max-seconds 45
+      done
+      ;;
+    tune-gemm-hard)
+      # Shapes where a short run left the most on the table: skinny, small, under one wave.
+      for shape in 6000x32x6000 1000x1000x1000 1024x1024x1024 8192x128x8192; do
+        run_step "tune-gemm-$shape" "$KTUNE" tune gemm --dtype f32 --shape "$shape" --max-evals 150 --max-seconds 30
+      done
+      ;;
     bench-gemm)
       run_step bench-gemm "$KTUNE" bench gemm --csv "$OUT/bench_gemm.csv"
       ;;
@@ -80,10 +94,11 @@ for step in "${steps[@]}"; do
       ;;
   esac
 done
-"$KTUNE" query > "$OUT/query.txt" 2>&1
+"$KTUNE" query > "$LOGS/query.txt" 2>&1
 # A consistent copy of the database (WAL folded in) comes back with the logs.
 python3 -c "import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)" \
   "$KTUNE_DB" "$OUT/tuning.db" 2>/dev/null || cp "$KTUNE_DB" "$OUT/tuning.db"
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 echo
 echo "=== summary (device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"

@@ -28,6 +28,9 @@ class OrderedStrategy : public Strategy {
     return std::nullopt;
   }
   void observe(std::size_t, std::optional<double>) override {}
+  void seed(std::size_t index) override {
+    if (index < done_.size()) done_[index] = true;
+  }
 
  private:
   std::string name_;
@@ -61,6 +64,10 @@ class EvolveStrategy : public Strategy {
       }
     }
     return random_pick();
+  }
+
+  void seed(std::size_t index) override {
+    if (index < taken_.size() && !taken_[index]) taken_[index] = true, ++taken_count_;
   }
 
   void observe(std::size_t index, std::optional<double> time_ms) override {

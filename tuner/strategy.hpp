@@ -19,6 +19,9 @@ class Strategy {
   // The next candidate to evaluate (an index into the space), or nullopt when the strategy has
   // nothing more to propose. Never proposes an index twice, nor one marked done.
   virtual std::optional<std::size_t> propose() = 0;
+  // The tuner evaluates `index` on its own (a configuration that won a neighbouring problem):
+  // never propose it; its outcome arrives through observe() like any other.
+  virtual void seed(std::size_t index) = 0;
   // The outcome of a proposed candidate: its median time, or nullopt if it failed.
   virtual void observe(std::size_t index, std::optional<double> time_ms) = 0;
 };

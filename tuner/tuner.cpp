@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -105,6 +106,35 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
   summary.strategy = strategy_name;
   auto strategy = make_strategy(strategy_name, space, options.seed, done);
 
+  // Transfer: the winners of this device's other problems with the same attributes (nearest
+  // first, adapted to this problem) are evaluated before the strategy's own proposals. A tile
+  // that won at 4096^3 is a strong candidate at 8192^3, and the strategy builds on it.
+  std::deque<std::size_t> seeds;
+  {
+    std::vector<std::pair<double, std::size_t>> ranked;
+    for (const auto& r : db.best_results(family.name(), hash, device_id)) {
+      if (r.problem == key) continue;
+      try {
+        const Problem other = Problem::parse(family.name(), r.problem);
+        const double distance = problem_distance(problem, other);
+        if (!std::isfinite(distance)) continue;
+        Config c = family.adapt(parse_config(r.config), problem, limits);
+        const std::size_t i = space.index_of(to_string(c));
+        if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(distance, i);
+      } catch (const Error&) {
+        // A row this version cannot read: not a seed.
+      }
+    }
+    std::sort(ranked.begin(), ranked.end());
+    for (const auto& [distance, i] : ranked) {
+      if (seeds.size() >= options.transfer_seeds) break;
+      if (std::find(seeds.begin(), seeds.end(), i) != seeds.end()) continue;
+      seeds.push_back(i);
+      strategy->seed(i);
+    }
+  }
+  summary.seeded = seeds.size();
+
   RunRecord run;
   run.device_id = device_id;
   run.family = family.name();
@@ -132,7 +162,13 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
 
   auto refill = [&] {
     while (queue.size() < window && proposed < planned) {
-      auto next = strategy->propose();
+      std::optional<std::size_t> next;
+      if (!seeds.empty()) {
+        next = seeds.front();
+        seeds.pop_front();
+      } else {
+        next = strategy->propose();
+      }
       if (!next) break;
       ++proposed;
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);

@@ -23,6 +23,7 @@ struct TuneOptions {
   unsigned compile_threads = 0;  // 0: one per hardware thread
   TimingOptions timing;
   bool progress = true;  // a progress line on stderr when it is a terminal
+  std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
 };
 
 struct TuneSummary {
@@ -31,6 +32,7 @@ struct TuneSummary {
   std::string problem;
   std::size_t space_size = 0;
   std::size_t already_done = 0;  // evaluated by earlier runs, skipped
+  std::size_t seeded = 0;        // winners of neighbouring problems evaluated first
   std::size_t evaluated = 0;     // in this run
   std::size_t ok = 0;
   std::size_t failed = 0;
