@@ -30,7 +30,7 @@ namespace {
 std::optional<Config> usable(const ResultRecord& row, const Family& family, const Problem& problem,
                              const DeviceLimits& limits) {
   try {
-    Config c = parse_config(row.config);
+    Config c = family.normalize(parse_config(row.config));
     family.check_config(c);
     c = family.adapt(c, problem, limits);
     if (!family.reject(c, problem, limits).empty()) return std::nullopt;

@@ -58,6 +58,12 @@ CompileRequest Family::compile_request(const Config& config, const Problem& prob
   return r;
 }
 
+Config Family::normalize(Config config) const {
+  for (const auto& p : params())
+    if (!config.count(p.name) && !p.values.empty()) config[p.name] = p.values.front();
+  return config;
+}
+
 void Family::check_config(const Config& config) const {
   for (const auto& p : params()) {
     auto it = config.find(p.name);

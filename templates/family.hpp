@@ -93,6 +93,10 @@ class Family {
                                  const std::string& arch) const;
   // Every parameter present with an allowed value; throws Error(kInvalidArgument) otherwise.
   void check_config(const Config& config) const;
+  // Fills parameters missing from a stored configuration with their first value: a parameter
+  // added to a family lists first the value that matches the kernel's behaviour before it.
+  Config normalize(Config config) const;
+
 
  protected:
   // Bumped when the descriptor changes meaning (launch geometry, parameter semantics).

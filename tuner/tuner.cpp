@@ -93,7 +93,12 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
   summary.crashed_recovered = db.mark_crashed(device_id, family.name(), hash, key);
   std::vector<bool> done(space.size(), false);
   for (const auto& text : db.evaluated_configs(device_id, family.name(), hash, key)) {
-    std::size_t i = space.index_of(text);
+    std::size_t i = SearchSpace::npos;
+    try {
+      i = space.index_of(to_string(family.normalize(parse_config(text))));
+    } catch (const Error&) {
+      // A stored configuration this version cannot read: it is not one of ours to skip.
+    }
     if (i != SearchSpace::npos) {
       done[i] = true;
       ++summary.already_done;
@@ -118,7 +123,7 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
         const Problem other = Problem::parse(family.name(), r.problem);
         const double distance = problem_distance(problem, other);
         if (!std::isfinite(distance)) continue;
-        Config c = family.adapt(parse_config(r.config), problem, limits);
+        Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
         const std::size_t i = space.index_of(to_string(c));
         if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(distance, i);
       } catch (const Error&) {

@@ -195,3 +195,20 @@ TEST(Strategy, EvolveNeverRepeatsAndCoversTheSpace) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune {
+namespace {
+
+TEST(Family, NormalizeFillsParametersAddedLaterWithTheirFirstValue) {
+  const Family& f = find_family("elementwise");
+  Config stored = f.default_config(Problem::parse("elementwise", "align=16;dtype=f32;n=64;op=copy"),
+                                   DeviceLimits::for_arch(9, 0));
+  stored.erase("CACHE");  // as if CACHE had been added to the family after this row was stored
+  EXPECT_THROW(f.check_config(stored), Error);
+  Config filled = f.normalize(stored);
+  EXPECT_EQ(filled.at("CACHE"), 0);
+  EXPECT_NO_THROW(f.check_config(filled));
+}
+
+}  // namespace
+}  // namespace ktune
