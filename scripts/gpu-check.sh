@@ -46,6 +46,10 @@ for step in "${steps[@]}"; do
       run_step tune-copy-256M "$KTUNE" tune elementwise --op copy --n 256M
       run_step tune-add-256M "$KTUNE" tune elementwise --op add --n 256M
       ;;
+    example)
+      # The installed package as an application uses it, run on this GPU.
+      run_step example tests/install_example.sh "$BUILD" . run
+      ;;
     bench-elementwise)
       run_step bench-elementwise "$KTUNE" bench elementwise --n 256M --csv "$OUT/bench_elementwise.csv"
       ;;
