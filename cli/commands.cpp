@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,6 +22,7 @@
 #include "templates/family.hpp"
 #include "templates/gemm.hpp"
 #include "templates/histogram.hpp"
+#include "tuner/replay.hpp"
 #include "tuner/space.hpp"
 #include "tuner/thread_pool.hpp"
 #include "tuner/tuner.hpp"
@@ -61,6 +64,35 @@ Problem build_problem(const ProblemArgs& a) {
   throw Error(ErrorCode::kInvalidArgument, "unknown family '" + a.family + "'");
 }
 
+TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
+  TuneOptions options;
+  options.strategy = targs.strategy;
+  options.seed = targs.seed;
+  options.max_evals = targs.max_evals;
+  options.max_seconds = targs.max_seconds;
+  options.compile_threads = targs.jobs;
+  options.timing.repeats = targs.repeats;
+  options.timing.warmup = targs.warmup;
+  options.progress = !common.quiet;
+  return options;
+}
+
+// The tuning loop with measurements replayed from a recording: no GPU, same database writes.
+int tune_replay(const Common& common, const TuneArgs& targs) {
+  Database source(targs.replay_from, Database::Mode::kReadOnly);
+  const Recording recording = load_recording(source, targs.replay_run);
+  const Family& family = find_family(recording.family);
+  const Problem problem = Problem::parse(recording.family, recording.problem);
+  Database db(common.resolved_db());
+  auto runner = make_replay_runner(recording, targs.replay_delay_ms);
+  TuneSummary s = tune(db, *runner, family, problem, tune_options(common, targs));
+  std::cout << family.name() << " " << s.problem << " (replayed from " << targs.replay_from
+            << " run " << targs.replay_run << "): " << s.evaluated << " evaluated, "
+            << s.already_done << " from earlier runs, " << s.crashed_recovered
+            << " recovered as crashed; stopped: " << s.stop_reason << "\n";
+  return s.best ? kExitOk : kExitFailed;
+}
+
 }  // namespace
 
 int cmd_devices(const Common&) {
@@ -81,6 +113,7 @@ int cmd_devices(const Common&) {
 }
 
 int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targs) {
+  if (!targs.replay_from.empty()) return tune_replay(common, targs);
   // Problems first: bad arguments are reported before anything touches the GPU or the database.
   std::vector<std::pair<const Family*, Problem>> problems;
   if (targs.defaults) {
@@ -103,15 +136,7 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
   if (!common.quiet)
     std::cerr << "ktune: tuning on " << device.info().identity() << " into " << db.path() << "\n";
 
-  TuneOptions options;
-  options.strategy = targs.strategy;
-  options.seed = targs.seed;
-  options.max_evals = targs.max_evals;
-  options.max_seconds = targs.max_seconds;
-  options.compile_threads = targs.jobs;
-  options.timing.repeats = targs.repeats;
-  options.timing.warmup = targs.warmup;
-  options.progress = !common.quiet;
+  const TuneOptions options = tune_options(common, targs);
 
   Table table({"family", "problem", "strategy", "space", "evaluated", "ok", "failed", "seconds",
                "best", "config"});
@@ -321,6 +346,49 @@ int cmd_explain(const Common& common, const std::string& family, const std::stri
   if (!c.device.empty()) t.add({"measured on", c.device});
   if (c.measured) t.add({"measured", metric_text(*c.measured, c.unit)});
   t.print(std::cout);
+  return kExitOk;
+}
+
+}  // namespace ktune::cli
+
+namespace ktune::cli {
+
+int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
+                   const std::vector<std::size_t>& budgets, std::size_t lag,
+                   const std::string& csv) {
+  Database db(common.resolved_db(), Database::Mode::kReadOnly);
+  const Recording rec = load_recording(db, run);
+  const double coverage = rec.space.size() ? 100.0 * rec.measured / rec.space.size() : 0;
+  std::cout << "replay of run " << run << ": " << rec.family << " " << rec.problem << " on "
+            << rec.device << "\n  space " << rec.space.size() << " configurations, " << rec.measured
+            << " measured (" << fixed(coverage, 1) << "%), exhaustive best "
+            << fixed(rec.best_ms, 4) << " ms; " << seeds << " seeds, " << lag
+            << " proposals in flight\n";
+  if (coverage < 95)
+    std::cout
+        << "  note: the recording is not exhaustive; the 'optimum' is the best measured so far\n";
+  const std::size_t target =
+      std::min<std::size_t>(200, std::max<std::size_t>(1, rec.space.size() / 10));
+  std::vector<std::size_t> all_budgets = budgets;
+  if (std::find(all_budgets.begin(), all_budgets.end(), target) == all_budgets.end())
+    all_budgets.push_back(target);
+  std::sort(all_budgets.begin(), all_budgets.end());
+  const auto scores = compare_strategies(rec, {"random", "evolve"}, all_budgets, seeds, lag);
+  Table t({"strategy", "budget", "median best/optimum", "seeds >= 0.97"});
+  for (const auto& s : scores)
+    t.add({s.strategy, std::to_string(s.budget) + (s.budget == target ? " (target)" : ""),
+           fixed(s.median_ratio, 4), fixed(100 * s.share_within_3pct, 0) + "%"});
+  t.print(std::cout);
+  if (!csv.empty()) {
+    std::ofstream out(csv);
+    if (!out) throw Error(ErrorCode::kInvalidArgument, "--csv: cannot write " + csv);
+    out << "family,problem,device,space,measured,strategy,budget,seeds,lag,median_ratio,share_"
+           "097\n";
+    for (const auto& s : scores)
+      out << rec.family << ",\"" << rec.problem << "\",\"" << rec.device << "\","
+          << rec.space.size() << ',' << rec.measured << ',' << s.strategy << ',' << s.budget << ','
+          << seeds << ',' << lag << ',' << s.median_ratio << ',' << s.share_within_3pct << '\n';
+  }
   return kExitOk;
 }
 

@@ -50,6 +50,10 @@ struct TuneArgs {
   int warmup = 3;
   unsigned jobs = 0;
   bool defaults = false;  // tune every family's default problems
+  // Replay instead of the GPU: the recorded outcomes of run `replay_run` in `replay_from`.
+  std::string replay_from;
+  std::int64_t replay_run = 0;
+  double replay_delay_ms = 0;
 };
 
 int cmd_devices(const Common& common);
@@ -62,6 +66,10 @@ int cmd_explain(const Common& common, const std::string& family, const std::stri
 int cmd_bench(const Common& common, const std::string& family, const std::string& n,
               const std::string& csv, int repeats, const std::string& dtype = "all",
               const std::string& shape = "", const std::string& op = "nn");
+
+// ktune strategies --replay RUN: strategies compared on a recorded run (no GPU).
+int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
+                   const std::vector<std::size_t>& budgets, std::size_t lag, const std::string& csv);
 
 // ktune db ... (cli/db_commands.cpp)
 int cmd_db_export(const Common& common, const std::string& family, bool all,

@@ -21,9 +21,9 @@ const char* const kExitCodes =
     "(~/.cache/ktune/tuning.db).";
 
 const char* const kDbExitCodes =
-    "Exit codes: 0 done, 2 bad arguments, unreadable or invalid JSON (the message names the entry "
-    "and field; nothing was written), 4 database error (no such file, not a ktune database, "
-    "damaged, locked).\n"
+    "Exit codes: 0 done, 2 bad arguments or an unreadable or invalid JSON file (the message names\n"
+    "the entry and field; nothing was written), 4 database error (no such file, not a ktune\n"
+    "database, damaged, locked).\n"
     "Database: --db, else $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db "
     "(~/.cache/ktune/tuning.db).";
 
@@ -133,6 +133,18 @@ int main(int argc, char** argv) {
   tune_cmd->footer(kExitCodes);
   // Options of `tune` (budget, strategy, --db) may also follow the family: tune gemm --max-evals 9.
   tune_cmd->fallthrough();
+  auto* replay_from = tune_cmd->add_option(
+      "--replay-from", tune.replay_from,
+      "tune without a GPU: draw every measurement from a recorded run in this database (tests "
+      "strategies and resume; with --replay)");
+  tune_cmd->add_option("--replay", tune.replay_run, "the recorded run id (with --replay-from)")
+      ->needs(replay_from)
+      ->check(CLI::PositiveNumber);
+  replay_from->needs("--replay");
+  tune_cmd
+      ->add_option("--replay-delay-ms", tune.replay_delay_ms,
+                   "wait this long per replayed candidate, as if a GPU were timing it")
+      ->check(CLI::Range(0.0, 60000.0));
   auto* tune_ew =
       tune_cmd->add_subcommand("elementwise", "tune copy / add / complex_copy for one size");
   add_elementwise_options(tune_ew, problem);
@@ -171,6 +183,33 @@ int main(int argc, char** argv) {
   check->add_flag("--exhaustive", check_exhaustive,
                   "compile the whole space; by default a family with a large space (gemm) "
                   "compiles every tile shape and every code path, not every combination");
+
+  std::int64_t replay_run = 0;
+  std::size_t replay_seeds = 30, replay_lag = 32;
+  std::vector<std::size_t> replay_budgets = {25, 50, 100, 200};
+  std::string replay_csv;
+  auto* strategies = app.add_subcommand(
+      "strategies",
+      "compare search strategies on a recorded run: each draws the measured times from the "
+      "database instead of the GPU (best found / exhaustive best, median over seeds)");
+  add_common(strategies, common, false);
+  strategies->add_option("--replay", replay_run, "run id (ktune query --all lists runs' rows)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  strategies->add_option("--seeds", replay_seeds, "seeds per strategy and budget")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  strategies->add_option("--budgets", replay_budgets, "evaluation budgets")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  strategies
+      ->add_option("--lag", replay_lag,
+                   "proposals in flight before the first result returns (the compile "
+                   "pipeline's window: 2 per compile thread)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  strategies->add_option("--csv", replay_csv, "also write the table to this CSV file");
 
   std::string explain_family, explain_problem;
   auto* explain =
@@ -254,8 +293,10 @@ int main(int argc, char** argv) {
   db_merge->footer(db_footer(
       "The other file is opened read-only and its binaries are never taken (a binary from\n"
       "elsewhere is code from elsewhere); every row is checked like an import, devices are\n"
-      "matched by name, compute capability and SM count. Per key the better row stays: ok over failed,\n"
-      "then the lower median time; rows taken record the file they came from. One transaction."));
+      "matched by name, compute capability and SM count. Per key the better row stays: your own\n"
+      "results over shipped ones, ok over failed, then the lower median time; rows taken record\n"
+      "the file they came from. Results of another template version and rows still in flight\n"
+      "are skipped. All rows are written in one transaction."));
   auto* db_prune = db_cmd->add_subcommand("prune", "delete what the database no longer needs");
   add_common(db_prune, common, false);
   db_prune->add_flag("--stale", db_stale,
@@ -282,7 +323,7 @@ int main(int argc, char** argv) {
     // A misspelt command reaches CLI11 as a missing subcommand; name the word the user typed.
     if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty())
       message = "unknown command '" + std::string(argv[1]) +
-                "' (devices, tune, query, check, explain, bench, db)";
+                "' (devices, tune, query, check, explain, bench, strategies, db)";
     else if (db_cmd->parsed() && db_cmd->get_subcommands().empty())
       message = "db: " + message + " (export, import, merge, prune, check)";
     std::cerr << "ktune: " << message
@@ -309,6 +350,9 @@ int main(int argc, char** argv) {
     if (check->parsed())
       return cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive);
     if (explain->parsed()) return cmd_explain(common, explain_family, explain_problem);
+    if (strategies->parsed())
+      return cmd_strategies(common, replay_run, replay_seeds, replay_budgets, replay_lag,
+                            replay_csv);
     if (bench->parsed())
       return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats, bench_dtype,
                        bench_shape, bench_op);

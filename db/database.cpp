@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include "ktune/error.hpp"
 #include "runtime/util.hpp"
@@ -82,6 +83,11 @@ CREATE TABLE binaries(
   cubin BLOB NOT NULL,
   created_at TEXT NOT NULL);
 )sql",
+    // v2: where a row from elsewhere came from (import, merge, shipped preset); NULL when measured
+    // here.
+    R"sql(
+ALTER TABLE results ADD COLUMN source TEXT;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::kSchemaVersion);
 
@@ -91,6 +97,10 @@ const char* const kResultColumns =
     "r.spill_bytes, r.smem_bytes, r.compile_ms, r.message, r.origin, r.tool_version, "
     "r.nvrtc_version, r.driver_version, r.created_at, d.name, d.cc_major, d.cc_minor, d.sm_count, "
     "d.uuid, d.driver_version";
+
+// Last of the result columns; a v1 file (open read-only, so not migrated) has no such column.
+const char* const kSourceColumn = ", r.source";
+const char* const kNoSourceColumn = ", NULL";
 
 ResultRecord read_result(SQLite::Statement& q) {
   ResultRecord r;
@@ -130,6 +140,7 @@ ResultRecord read_result(SQLite::Statement& q) {
   r.device.sm_count = q.getColumn(i++).getInt();
   r.device.uuid = text(i++);
   r.device.driver_version = q.getColumn(i++).getInt();
+  r.source = text(i++);
   return r;
 }
 
@@ -166,6 +177,10 @@ void bind_result(SQLite::Statement& q, const ResultRecord& r) {
   q.bind(":nvrtc_version", r.nvrtc_version);
   q.bind(":driver_version", r.driver_version);
   q.bind(":created_at", r.created_at.empty() ? utc_now() : r.created_at);
+  if (r.source.empty())
+    q.bind(":source");  // NULL: measured here
+  else
+    q.bind(":source", r.source);
 }
 
 }  // namespace
@@ -260,7 +275,11 @@ void Database::migrate() {
     throw Error(ErrorCode::kDatabase,
                 "database " + path_ + ": not a ktune database (application id)");
   }
+  version_ = version;
   if (version == kSchemaVersion) return;
+  // An older file opened read-only is read as it is (queries fill what it lacks), so `query` and
+  // `db merge` work on databases of earlier ktune versions without writing to them.
+  if (mode_ == Mode::kReadOnly && version > 0) return;
   if (mode_ == Mode::kReadOnly)
     throw Error(ErrorCode::kDatabase, "database " + path_ + ": schema version " +
                                           std::to_string(version) +
@@ -272,6 +291,12 @@ void Database::migrate() {
   db_->exec("PRAGMA application_id=" + std::to_string(kApplicationId));
   db_->exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
   tx.commit();
+  created_ = version == 0;
+  version_ = kSchemaVersion;
+}
+
+std::string Database::result_columns() const {
+  return std::string(kResultColumns) + (version_ >= 2 ? kSourceColumn : kNoSourceColumn);
 }
 
 std::optional<DeviceRecord> Database::find_device(const DeviceInfo& info) {
@@ -423,12 +448,13 @@ const char* const kUpsert =
     "time_min_ms, "
     "time_median_ms, time_max_ms, repeats, metric, unit, registers, spill_bytes, smem_bytes, "
     "compile_ms, message, "
-    "origin, tool_version, nvrtc_version, driver_version, created_at) VALUES(:run_id, :device_id, "
+    "origin, tool_version, nvrtc_version, driver_version, created_at, source) VALUES(:run_id, "
+    ":device_id, "
     ":family, "
     ":template_hash, :problem, :config, :status, :tmin, :tmed, :tmax, :repeats, :metric, :unit, "
     ":registers, "
     ":spill, :smem, :compile_ms, :message, :origin, :tool_version, :nvrtc_version, "
-    ":driver_version, :created_at) "
+    ":driver_version, :created_at, :source) "
     "ON CONFLICT(device_id, family, template_hash, problem, config) DO UPDATE SET "
     "run_id=excluded.run_id, "
     "status=excluded.status, time_min_ms=excluded.time_min_ms, "
@@ -439,7 +465,8 @@ const char* const kUpsert =
     "smem_bytes=excluded.smem_bytes, "
     "compile_ms=excluded.compile_ms, message=excluded.message, origin=excluded.origin, "
     "tool_version=excluded.tool_version, nvrtc_version=excluded.nvrtc_version, "
-    "driver_version=excluded.driver_version, created_at=excluded.created_at";
+    "driver_version=excluded.driver_version, created_at=excluded.created_at, "
+    "source=excluded.source";
 }  // namespace
 
 std::int64_t Database::put_result(const ResultRecord& r) {
@@ -552,7 +579,7 @@ std::set<std::string> Database::evaluated_configs(std::int64_t device_id, const 
 std::vector<ResultRecord> Database::results(const ResultFilter& f) {
   std::vector<ResultRecord> out;
   try {
-    std::string sql = std::string("SELECT ") + kResultColumns +
+    std::string sql = "SELECT " + result_columns() +
                       " FROM results r JOIN devices d ON d.id = r.device_id WHERE 1=1";
     if (!f.family.empty()) sql += " AND r.family = :family";
     if (!f.problem.empty()) sql += " AND r.problem = :problem";
@@ -577,7 +604,7 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
                                                  std::int64_t device_id) {
   std::vector<ResultRecord> out;
   try {
-    std::string sql = std::string("SELECT ") + kResultColumns +
+    std::string sql = "SELECT " + result_columns() +
                       " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
                       "template_hash, problem "
                       "ORDER BY (origin = 'shipped'), time_median_ms) AS rank FROM results WHERE "
@@ -644,6 +671,172 @@ std::int64_t Database::binary_count() {
   } catch (const std::exception& e) {
     fail("counting binaries", e);
   }
+}
+
+bool better_result(const ResultRecord& incoming, const ResultRecord& existing) {
+  const bool incoming_own = incoming.origin != "shipped";
+  const bool existing_own = existing.origin != "shipped";
+  if (incoming_own != existing_own) return incoming_own;
+  const bool incoming_ok = incoming.status == status::kOk;
+  const bool existing_ok = existing.status == status::kOk;
+  if (incoming_ok != existing_ok) return incoming_ok;
+  return incoming_ok && incoming.time_median_ms < existing.time_median_ms;
+}
+
+MergeCounts Database::merge_results(const std::vector<ResultRecord>& rows) {
+  MergeCounts counts;
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    // Devices are matched by identity, never by id: ids of another file mean nothing here.
+    std::map<std::tuple<std::string, int, int, int>, std::int64_t> device_ids;
+    SQLite::Statement find_device(
+        *db_, "SELECT id FROM devices WHERE name=? AND cc_major=? AND cc_minor=? AND sm_count=?");
+    SQLite::Statement add_device(*db_,
+                                 "INSERT INTO devices(name, cc_major, cc_minor, sm_count, uuid, "
+                                 "driver_version, first_seen) VALUES(?,?,?,?,?,?,?)");
+    SQLite::Statement existing(
+        *db_,
+        "SELECT status, time_median_ms, origin FROM results WHERE device_id=? AND family=? AND "
+        "template_hash=? AND problem=? AND config=?");
+    SQLite::Statement upsert(*db_, kUpsert);
+    for (const ResultRecord& in : rows) {
+      const DeviceRecord& d = in.device;
+      auto identity = std::make_tuple(d.name, d.cc_major, d.cc_minor, d.sm_count);
+      auto dev = device_ids.find(identity);
+      if (dev == device_ids.end()) {
+        find_device.reset();
+        find_device.bind(1, d.name);
+        find_device.bind(2, d.cc_major);
+        find_device.bind(3, d.cc_minor);
+        find_device.bind(4, d.sm_count);
+        std::int64_t id = 0;
+        if (find_device.executeStep()) {
+          id = find_device.getColumn(0).getInt64();
+        } else {
+          add_device.reset();
+          add_device.bind(1, d.name);
+          add_device.bind(2, d.cc_major);
+          add_device.bind(3, d.cc_minor);
+          add_device.bind(4, d.sm_count);
+          add_device.bind(5, d.uuid);
+          add_device.bind(6, d.driver_version);
+          add_device.bind(7, utc_now());
+          add_device.exec();
+          id = db_->getLastInsertRowid();
+        }
+        dev = device_ids.emplace(identity, id).first;
+      }
+      ResultRecord row = in;
+      row.device_id = dev->second;
+      row.run_id = 0;  // runs of another file are not ours
+      existing.reset();
+      existing.bind(1, static_cast<std::int64_t>(row.device_id));
+      existing.bind(2, row.family);
+      existing.bind(3, row.template_hash);
+      existing.bind(4, row.problem);
+      existing.bind(5, row.config);
+      if (existing.executeStep()) {
+        ResultRecord here;
+        here.status = existing.getColumn(0).getString();
+        here.time_median_ms = existing.getColumn(1).getDouble();
+        here.origin = existing.getColumn(2).getString();
+        if (!better_result(row, here)) {
+          ++counts.kept;
+          continue;
+        }
+        ++counts.replaced;
+      } else {
+        ++counts.added;
+      }
+      existing.reset();  // release the read cursor before writing the same table
+      upsert.reset();
+      upsert.clearBindings();
+      bind_result(upsert, row);
+      upsert.exec();
+    }
+    tx.commit();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("writing results from elsewhere", e);
+  }
+  return counts;
+}
+
+PruneCounts Database::prune_stale(const std::map<std::string, std::string>& current_hashes) {
+  PruneCounts counts;
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    std::string current = "0";
+    for (std::size_t i = 0; i < current_hashes.size(); ++i)
+      current += " OR (family=? AND template_hash=?)";
+    auto bind_current = [&](SQLite::Statement& q) {
+      int i = 1;
+      for (const auto& [family, hash] : current_hashes) {
+        q.bind(i++, family);
+        q.bind(i++, hash);
+      }
+    };
+    SQLite::Statement results(*db_, "DELETE FROM results WHERE NOT (" + current + ")");
+    bind_current(results);
+    counts.results = static_cast<std::size_t>(results.exec());
+    SQLite::Statement runs(*db_, "DELETE FROM runs WHERE NOT (" + current +
+                                     ") AND id NOT IN (SELECT run_id FROM results WHERE run_id "
+                                     "IS NOT NULL)");
+    bind_current(runs);
+    counts.runs = static_cast<std::size_t>(runs.exec());
+    counts.binaries = static_cast<std::size_t>(db_->exec("DELETE FROM binaries"));
+    tx.commit();
+  } catch (const std::exception& e) {
+    fail("pruning stale results", e);
+  }
+  return counts;
+}
+
+CheckReport Database::check() {
+  CheckReport report;
+  try {
+    std::vector<std::string> problems;
+    SQLite::Statement integrity(*db_, "PRAGMA integrity_check(20)");
+    while (integrity.executeStep()) {
+      std::string line = integrity.getColumn(0).getString();
+      if (line != "ok") problems.push_back(line);
+    }
+    SQLite::Statement foreign(*db_, "PRAGMA foreign_key_check");
+    while (foreign.executeStep())
+      problems.push_back("row " + foreign.getColumn(1).getString() + " of table " +
+                         foreign.getColumn(0).getString() + " refers to a missing row of " +
+                         foreign.getColumn(2).getString());
+    if (!problems.empty()) {
+      std::string all;
+      for (const auto& p : problems) all += p + "\n";
+      const std::string count = std::to_string(problems.size());
+      throw Error(ErrorCode::kDatabase,
+                  "database " + path_ + ": the file is damaged (" + count +
+                      " problem(s), first: " + problems.front() + ")",
+                  all);
+    }
+    report.schema_version = schema_version();
+    report.application_id = db_->execAndGet("PRAGMA application_id").getInt();
+    auto count = [&](const char* sql) { return db_->execAndGet(sql).getInt64(); };
+    report.devices = count("SELECT count(*) FROM devices");
+    report.runs = count("SELECT count(*) FROM runs");
+    report.results = count("SELECT count(*) FROM results");
+    report.ok = count("SELECT count(*) FROM results WHERE status='ok'");
+    report.in_flight = count("SELECT count(*) FROM results WHERE status='in_flight'");
+    report.binaries = count("SELECT count(*) FROM binaries");
+    SQLite::Statement templates(
+        *db_, "SELECT family, template_hash, count(*) FROM results GROUP BY family, template_hash");
+    while (templates.executeStep())
+      report.results_by_template[{templates.getColumn(0).getString(),
+                                  templates.getColumn(1).getString()}] =
+          templates.getColumn(2).getInt64();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("checking integrity", e);
+  }
+  return report;
 }
 
 }  // namespace ktune

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -60,6 +61,9 @@ struct ResultRecord {
   double compile_ms = 0;
   std::string message;
   std::string origin = "tuned";  // tuned | shipped | imported
+  // Where a row from elsewhere came from ("import:FILE", "merge:FILE", "preset:NAME"); empty for
+  // rows measured here.
+  std::string source;
   std::string tool_version;
   std::string nvrtc_version;
   int driver_version = 0;
@@ -80,6 +84,32 @@ struct CachedBinary {
   std::string resources_json;
 };
 
+// What merge_results did with the rows it was given.
+struct MergeCounts {
+  std::size_t added = 0;     // key absent here: inserted
+  std::size_t replaced = 0;  // key present, the incoming row was better
+  std::size_t kept = 0;      // key present, the row here was as good or better
+};
+
+struct PruneCounts {
+  std::size_t results = 0;   // rows of another template version or of a family that is gone
+  std::size_t runs = 0;      // runs of those template versions that no result refers to
+  std::size_t binaries = 0;  // the whole binary cache (rebuilt on use)
+};
+
+struct CheckReport {
+  int schema_version = 0;
+  int application_id = 0;
+  std::int64_t devices = 0, runs = 0, results = 0, ok = 0, in_flight = 0, binaries = 0;
+  // Result rows per (family, template hash), to tell current rows from stale ones.
+  std::map<std::pair<std::string, std::string>, std::int64_t> results_by_template;
+};
+
+// True when `incoming` should replace `existing` (same key): rows measured by the user (tuned,
+// imported, merged) beat shipped ones, then an ok row beats a failed one, then the lower median
+// time wins. Ties keep the existing row.
+bool better_result(const ResultRecord& incoming, const ResultRecord& existing);
+
 struct ResultFilter {
   std::string family;          // empty: any
   std::string problem;         // empty: any
@@ -90,7 +120,7 @@ struct ResultFilter {
 
 class Database {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
 
   enum class Mode { kReadWrite, kReadOnly };
@@ -104,6 +134,8 @@ class Database {
   const std::string& path() const { return path_; }
   bool read_only() const { return mode_ == Mode::kReadOnly; }
   int schema_version();
+  // True when this open created the schema in an empty file (the moment to load shipped presets).
+  bool created() const { return created_; }
 
   // Devices
   std::int64_t ensure_device(const DeviceInfo& info);
@@ -141,12 +173,27 @@ class Database {
   void put_binary(const std::string& key, const std::string& arch, const CachedBinary& binary);
   std::int64_t binary_count();
 
+  // Rows from elsewhere (import, merge, presets), written in one transaction: each row's device is
+  // found or created by the identity in r.device (r.device_id is ignored), run ids are dropped,
+  // and a row whose key exists replaces it only when better_result() says so.
+  MergeCounts merge_results(const std::vector<ResultRecord>& rows);
+  // Deletes results whose template hash is not `current_hashes[family]` (families missing from
+  // the map are gone), their orphaned runs, and the binary cache. One transaction.
+  PruneCounts prune_stale(const std::map<std::string, std::string>& current_hashes);
+  // integrity_check and foreign_key_check, then counts. Throws Error(kDatabase) naming the file
+  // and the first problems when the file is damaged.
+  CheckReport check();
+
  private:
   void migrate();
   [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
 
+  std::string result_columns() const;
+
   std::string path_;
   Mode mode_;
+  int version_ = 0;  // schema version of the file (older than current only when read-only)
+  bool created_ = false;
   std::unique_ptr<SQLite::Database> db_;
 };
 

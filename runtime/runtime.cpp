@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "db/database.hpp"
+#include "db/exchange.hpp"
 #include "ktune/ktune.hpp"
 #include "runtime/device.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -64,7 +65,9 @@ struct Runtime::Impl {
   // exists but is corrupt or foreign is: the user pointed us at it.
   static std::unique_ptr<Database> open_database(const std::string& path) {
     try {
-      return std::make_unique<Database>(path, Database::Mode::kReadWrite);
+      auto db = std::make_unique<Database>(path, Database::Mode::kReadWrite);
+      load_presets_if_new(*db);  // first use: the shipped results answer before any tuning
+      return db;
     } catch (const Error&) {
       if (!std::filesystem::exists(path)) return nullptr;
       return std::make_unique<Database>(path, Database::Mode::kReadOnly);

@@ -72,6 +72,13 @@ for step in "${steps[@]}"; do
         run_step "tune-gemm-f32-$shape" "$KTUNE" tune gemm --dtype f32 --shape "$shape" --max-evals 250 --max-seconds 45
       done
       ;;
+    record-exhaustive)
+      # Whole spaces measured once (resumable), for strategy comparisons by replay on the CPU.
+      run_step exhaustive-gemm "$KTUNE" tune gemm --dtype f32 --shape 4096x4096x4096 \
+        --strategy exhaustive --max-evals 0 --repeats 10 --warmup 1 --max-seconds 330
+      run_step exhaustive-hist "$KTUNE" tune histogram --dtype u8 --bins 256 --n 16M \
+        --strategy exhaustive --max-evals 0 --repeats 10 --warmup 1 --max-seconds 200
+      ;;
     tune-gemm-hard)
       # Shapes where a short run left the most on the table: skinny, small, under one wave.
       for shape in 6000x32x6000 1000x1000x1000 1024x1024x1024 8192x128x8192; do

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <thread>
 
 #include "ktune/error.hpp"
 #include "runtime/device.hpp"
@@ -17,6 +18,7 @@
 #include "runtime/nvrtc.hpp"
 #include "runtime/util.hpp"
 #include "templates/family.hpp"
+#include "tuner/replay.hpp"
 #include "tuner/space.hpp"
 #include "tuner/strategy.hpp"
 #include "tuner/thread_pool.hpp"
@@ -73,23 +75,120 @@ class Progress {
   std::string label_;
 };
 
+// The GPU: loads the compiled candidate, checks the block size the driver allows for it, then
+// verifies it on fresh data and times it.
+class GpuRunner final : public CandidateRunner {
+ public:
+  GpuRunner(Database& db, const Device& device, const Family& family, const Problem& problem,
+            const TimingOptions& timing, std::uint64_t seed)
+      : device_(device),
+        family_(family),
+        problem_(problem),
+        cache_(device, &db),
+        workload_(family.make_workload(problem, device, cache_)),
+        evaluator_(device, *workload_, family.metric_unit(), timing),
+        seed_(seed) {}
+  const DeviceInfo& device() const override { return device_.info(); }
+  bool compiles() const override { return true; }
+  Measurement measure(std::size_t index, const Config& config, const CompileResult* compiled,
+                      const std::string& key, ResultRecord& row) override {
+    Measurement m;
+    try {
+      auto kernel = cache_.load(key, *compiled);
+      row.registers = kernel->registers(0);  // the driver's count, which the launch obeys
+      const int threads = family_.block_threads(config, problem_);
+      const int allowed = kernel->max_threads_per_block(0);
+      if (threads > allowed) {
+        m.status = status::kInvalid;
+        m.message = std::to_string(threads) + " threads per block, but with " +
+                    std::to_string(row.registers) + " registers the kernel allows " +
+                    std::to_string(allowed);
+        return m;
+      }
+      return evaluator_.evaluate(*kernel, config, seed_ * 1000003ull + index);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kCuda) throw;
+      m.status = detail::is_sticky_error(static_cast<CUresult>(e.cuda_result()))
+                     ? status::kFault
+                     : status::kLaunchError;
+      m.context_lost = m.status == status::kFault;
+      m.message = e.what();
+      return m;
+    }
+  }
+
+ private:
+  const Device& device_;
+  const Family& family_;
+  const Problem& problem_;
+  KernelCache cache_;
+  std::unique_ptr<Workload> workload_;
+  Evaluator evaluator_;
+  std::uint64_t seed_;
+};
+
+class ReplayRunner final : public CandidateRunner {
+ public:
+  ReplayRunner(const Recording& r, double delay_ms) : recording_(r), delay_ms_(delay_ms) {
+    info_.name = r.device_record.name;
+    info_.limits = DeviceLimits::for_arch(r.device_record.cc_major, r.device_record.cc_minor);
+    info_.limits.sm_count = r.device_record.sm_count;
+    info_.uuid = r.device_record.uuid;
+    info_.driver_version = r.device_record.driver_version;
+  }
+  const DeviceInfo& device() const override { return info_; }
+  bool compiles() const override { return false; }
+  Measurement measure(std::size_t index, const Config&, const CompileResult*, const std::string&,
+                      ResultRecord&) override {
+    if (delay_ms_ > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms_));
+    Measurement m;
+    const std::string& recorded = recording_.status.at(index);
+    if (recording_.time_ms.at(index)) {
+      m.status = status::kOk;
+      m.timing.min_ms = m.timing.median_ms = m.timing.max_ms = *recording_.time_ms[index];
+      m.timing.repeats = 1;
+    } else {
+      m.status = recorded.empty() ? status::kInvalid : recorded;
+      m.message = recorded.empty() ? "not in the recording" : "replayed outcome";
+    }
+    return m;
+  }
+
+ private:
+  const Recording& recording_;
+  double delay_ms_;
+  DeviceInfo info_;
+};
+
 }  // namespace
+
+std::unique_ptr<CandidateRunner> make_replay_runner(const Recording& recording, double delay_ms) {
+  return std::make_unique<ReplayRunner>(recording, delay_ms);
+}
 
 TuneSummary tune(Database& db, const Device& device, const Family& family, const Problem& problem,
                  const TuneOptions& options) {
-  const auto started = Clock::now();
   family.validate(problem);
   device.make_current();
+  GpuRunner runner(db, device, family, problem, options.timing, options.seed);
+  return tune(db, runner, family, problem, options);
+}
+
+TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
+                 const Problem& problem, const TuneOptions& options) {
+  const auto started = Clock::now();
+  family.validate(problem);
   TuneSummary summary;
   summary.problem = problem.key();
-  const DeviceLimits& limits = device.limits();
+  const DeviceLimits& limits = runner.device().limits;
   const std::string hash = family.template_hash();
   const std::string key = problem.key();
   const std::string unit = family.metric_unit();
 
   SearchSpace space(family, problem, limits);
   summary.space_size = space.size();
-  const std::int64_t device_id = db.ensure_device(device.info());
+  const std::int64_t device_id = db.ensure_device(runner.device());
   summary.crashed_recovered = db.mark_crashed(device_id, family.name(), hash, key);
   std::vector<bool> done(space.size(), false);
   for (const auto& text : db.evaluated_configs(device_id, family.name(), hash, key)) {
@@ -151,10 +250,6 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
                ",max_seconds=" + std::to_string(options.max_seconds);
   summary.run_id = db.begin_run(run);
 
-  KernelCache cache(device, &db);
-  std::unique_ptr<Workload> workload = family.make_workload(problem, device, cache);
-  Evaluator evaluator(device, *workload, unit, options.timing);
-
   ThreadPool pool(options.compile_threads);
   const std::string arch = limits.arch();
   std::deque<Pending> queue;
@@ -176,6 +271,12 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
       }
       if (!next) break;
       ++proposed;
+      if (!runner.compiles()) {
+        std::promise<CompileOutcome> ready;
+        ready.set_value(CompileOutcome{});
+        queue.push_back({*next, ready.get_future()});
+        continue;
+      }
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);
       queue.push_back({*next, pool.submit([request = std::move(request), &compile_seconds] {
                          CompileOutcome out;
@@ -223,20 +324,23 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
     row.unit = unit;
     row.tool_version = KTUNE_VERSION;
     row.nvrtc_version = nvrtc_version();
-    row.driver_version = device.info().driver_version;
+    row.driver_version = runner.device().driver_version;
     std::optional<double> observed;
-    if (!outcome.result) {
+    if (runner.compiles() && !outcome.result) {
       row.status = status::kCompileError;
       row.message = outcome.error + "\n" + outcome.details;
       db.put_result(row);
     } else {
-      const CompileResult& compiled = *outcome.result;
-      const FunctionResources& res = compiled.resources.front();
-      row.registers = res.registers;
-      row.spill_bytes = res.spill_stores + res.spill_loads;
-      row.smem_bytes = res.smem_static;
-      row.compile_ms = compiled.compile_ms;
-      std::string invalid = family.reject_compiled(config, problem, limits, res);
+      const CompileResult* compiled = outcome.result ? &*outcome.result : nullptr;
+      std::string invalid;
+      if (compiled) {
+        const FunctionResources& res = compiled->resources.front();
+        row.registers = res.registers;
+        row.spill_bytes = res.spill_stores + res.spill_loads;
+        row.smem_bytes = res.smem_static;
+        row.compile_ms = compiled->compile_ms;
+        invalid = family.reject_compiled(config, problem, limits, res);
+      }
       if (!invalid.empty()) {
         row.status = status::kInvalid;
         row.message = invalid;
@@ -244,28 +348,7 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
       } else {
         // Committed as in flight before the GPU runs it: a crash here is recorded, not repeated.
         row.id = db.mark_in_flight(row);
-        Measurement m;
-        try {
-          auto kernel = cache.load(outcome.key, compiled);
-          row.registers = kernel->registers(0);  // the driver's count, which the launch obeys
-          const int threads = family.block_threads(config, problem);
-          const int allowed = kernel->max_threads_per_block(0);
-          if (threads > allowed) {
-            m.status = status::kInvalid;
-            m.message = std::to_string(threads) + " threads per block, but with " +
-                        std::to_string(row.registers) + " registers the kernel allows " +
-                        std::to_string(allowed);
-          } else {
-            m = evaluator.evaluate(*kernel, config, options.seed * 1000003ull + pending.index);
-          }
-        } catch (const Error& e) {
-          if (e.code() != ErrorCode::kCuda) throw;
-          m.status = detail::is_sticky_error(static_cast<CUresult>(e.cuda_result()))
-                         ? status::kFault
-                         : status::kLaunchError;
-          m.context_lost = m.status == status::kFault;
-          m.message = e.what();
-        }
+        const Measurement m = runner.measure(pending.index, config, compiled, outcome.key, row);
         row.status = m.status;
         row.message = m.message;
         row.time_min_ms = m.timing.min_ms;

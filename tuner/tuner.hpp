@@ -3,10 +3,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "db/database.hpp"
+#include "runtime/device.hpp"
+#include "runtime/nvrtc.hpp"
 #include "runtime/problem.hpp"
 #include "tuner/evaluator.hpp"
 
@@ -22,7 +25,7 @@ struct TuneOptions {
   double max_seconds = 0;        // 0: no limit
   unsigned compile_threads = 0;  // 0: one per hardware thread
   TimingOptions timing;
-  bool progress = true;  // a progress line on stderr when it is a terminal
+  bool progress = true;            // a progress line on stderr when it is a terminal
   std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
 };
 
@@ -44,9 +47,32 @@ struct TuneSummary {
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
 };
 
+// Measures candidates for the tuning loop: on a GPU (compiled with NVRTC, verified, timed), or
+// from a recording (replay), so that the loop, its database writes and its resume logic run the
+// same way with or without a GPU.
+class CandidateRunner {
+ public:
+  virtual ~CandidateRunner() = default;
+  virtual const DeviceInfo& device() const = 0;
+  // Whether candidates are compiled (on the thread pool) before measure() gets them.
+  virtual bool compiles() const = 0;
+  // Measures a candidate whose row is committed as in flight; `compiled` and `cache_key` when
+  // compiles(). May fill row fields it knows better (registers as the driver counts them).
+  virtual Measurement measure(std::size_t index, const Config& config,
+                              const CompileResult* compiled, const std::string& cache_key,
+                              ResultRecord& row) = 0;
+};
+
+struct Recording;
+// Replays `recording` (its recorded outcome per configuration), after `delay_ms` per candidate
+// as if a GPU were timing it.
+std::unique_ptr<CandidateRunner> make_replay_runner(const Recording& recording, double delay_ms);
+
 // Tunes one problem. Every candidate is written as soon as it is measured; a run stopped at any
 // point resumes where it stopped (evaluated configurations are skipped).
 TuneSummary tune(Database& db, const Device& device, const Family& family, const Problem& problem,
                  const TuneOptions& options);
+TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
+                 const Problem& problem, const TuneOptions& options);
 
 }  // namespace ktune

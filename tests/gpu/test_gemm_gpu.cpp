@@ -95,9 +95,10 @@ void run_case(Runtime& rt, const Case& c, std::uint64_t seed) {
     const std::int64_t rel = idx - c.offset;
     const bool inside = rel >= 0 && (row ? (rel / ldc < c.m && rel % ldc < c.n)
                                          : (rel % ldc < c.m && rel / ldc < c.n));
-    if (!inside)
+    if (!inside) {
       ASSERT_EQ(std::memcmp(&out[idx], &hc[idx], sizeof(T)), 0)
           << describe(c) << " wrote outside C at " << idx;
+    }
   }
 }
 

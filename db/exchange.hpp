@@ -1,0 +1,101 @@
+// Results between databases and files: JSON export/import, merge, stale pruning, integrity check,
+// and the shipped presets. Parameters and measurements only: binaries never leave or enter.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "db/database.hpp"
+
+namespace ktune {
+
+// The document: {"format": "ktune-results", "version": 1, "exported_at", "tool_version",
+// "results": [...]}; db/presets/README.md describes each field of a result.
+inline constexpr const char* kExchangeFormat = "ktune-results";
+inline constexpr int kExchangeVersion = 1;
+
+struct ExportOptions {
+  std::string family;  // empty: every family
+  // false: ok rows of the current templates (what a lookup can use); true: every row, any status,
+  // stale templates included.
+  bool all = false;
+};
+
+struct ExportResult {
+  std::string json;
+  std::size_t results = 0;
+};
+
+ExportResult export_results(Database& db, const ExportOptions& options);
+
+// A document checked entry by entry; nothing written yet.
+struct ParsedResults {
+  std::vector<ResultRecord> rows;  // to write: canonical keys, device identity in r.device
+  std::size_t entries = 0;
+  // Entries of another template version: checked for form, not imported (their parameter space
+  // is not the one this ktune knows, and lookups would ignore them).
+  std::size_t stale = 0;
+  // Entries still in flight where they were exported: no outcome, not imported.
+  std::size_t in_flight = 0;
+};
+
+// Parses and validates the whole document. Throws Error(kInvalidArgument) starting with `what`
+// and naming the entry and field: "import f.json: results[3].config: gemm config: unknown
+// parameter FOO". Safe on hostile input: depth, size and entry count are bounded.
+ParsedResults parse_results(std::string_view text, const std::string& what);
+
+struct ImportSummary {
+  std::size_t entries = 0, stale = 0, in_flight = 0;
+  MergeCounts written;
+};
+
+// Validates everything, then writes all rows in one transaction (origin "imported", or
+// "shipped"; source as given), keeping the better row per key (better_result).
+ImportSummary import_results(Database& db, std::string_view text, const std::string& what,
+                             const std::string& source, bool shipped);
+// The same for a file; source "import:<absolute path>". A missing or unreadable file is
+// Error(kInvalidArgument).
+ImportSummary import_file(Database& db, const std::string& path, bool shipped);
+
+struct MergeSummary {
+  std::size_t rows = 0, stale = 0, in_flight = 0;
+  MergeCounts written;
+};
+
+// Merges the results of another ktune database (opened read-only; never its binaries), every row
+// re-checked like an import; source "merge:<absolute path>". One transaction.
+MergeSummary merge_database(Database& db, const std::string& other_path);
+
+// Removes results of template versions other than the current ones (and of families that no
+// longer exist), their orphaned runs, and the binary cache.
+PruneCounts prune_stale(Database& db);
+
+struct CheckSummary {
+  CheckReport report;
+  std::int64_t stale = 0;  // rows of another template version or an unknown family
+};
+
+// Integrity, foreign keys, schema, counts. Throws Error(kDatabase) when the file is damaged.
+CheckSummary check_database(Database& db);
+
+struct PresetSummary {
+  std::size_t presets = 0;           // files offered
+  std::size_t loaded = 0;            // files imported
+  std::size_t rows = 0;              // rows written
+  std::vector<std::string> skipped;  // "name: why" of each file that failed validation
+};
+
+// Imports presets (name, JSON text) as shipped results, each file all or nothing: one that fails
+// validation (a template changed since it was exported, say) is skipped, not an error. Database
+// errors still throw.
+PresetSummary load_presets(Database& db,
+                           const std::vector<std::pair<std::string, std::string_view>>& presets);
+// The presets embedded at build time from db/presets/*.json.
+std::vector<std::pair<std::string, std::string_view>> shipped_presets();
+// Loads the shipped presets when this open created the database; otherwise does nothing.
+PresetSummary load_presets_if_new(Database& db);
+
+}  // namespace ktune
