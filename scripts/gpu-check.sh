@@ -79,6 +79,14 @@ for step in "${steps[@]}"; do
       run_step exhaustive-hist "$KTUNE" tune histogram --dtype u8 --bins 256 --n 16M \
         --strategy exhaustive --max-evals 0 --repeats 10 --warmup 1 --max-seconds 200
       ;;
+    record-exhaustive-hist)
+      run_step exhaustive-hist "$KTUNE" tune histogram --dtype u8 --bins 256 --n 16M \
+        --strategy exhaustive --max-evals 0 --repeats 10 --warmup 1 --max-seconds 120
+      ;;
+    main-job)
+      # The README's main command (default problems of every family), with a short budget each.
+      run_step main-job "$KTUNE" tune --max-seconds 15
+      ;;
     tune-gemm-hard)
       # Shapes where a short run left the most on the table: skinny, small, under one wave.
       for shape in 6000x32x6000 1000x1000x1000 1024x1024x1024 8192x128x8192; do
