@@ -47,8 +47,9 @@ for step in "${steps[@]}"; do
       run_step tune-add-256M "$KTUNE" tune elementwise --op add --n 256M
       ;;
     example)
-      # The installed package as an application uses it, run on this GPU.
-      run_step example tests/install_example.sh "$BUILD" . run
+      # The installed package as an application uses it, built where SQLiteCpp is installed
+      # (tests/install_example.sh <build> . keep), run on this GPU.
+      run_step example "$BUILD/example/gemm_example"
       ;;
     bench-elementwise)
       run_step bench-elementwise "$KTUNE" bench elementwise --n 256M --csv "$OUT/bench_elementwise.csv"
