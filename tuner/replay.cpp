@@ -76,7 +76,7 @@ double replay_best(const Recording& r, const std::string& strategy, std::uint64_
   double best = 0;
   std::size_t evaluated = 0;
   while (evaluated < budget) {
-    while (in_flight.size() < std::max<std::size_t>(1, lag)) {
+    while (in_flight.size() < pipeline_window(lag, evaluated)) {
       auto i = st->propose();
       if (!i) break;
       in_flight.push_back(*i);

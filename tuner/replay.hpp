@@ -31,9 +31,9 @@ struct Recording {
 // Loads the recording behind run `run_id`. Throws Error(kInvalidArgument) for an unknown run.
 Recording load_recording(Database& db, std::int64_t run_id);
 
-// Best time `strategy` finds within `budget` evaluations for `seed`, with `lag` proposals in
-// flight ahead of the observations (the compile pipeline's window). Unmeasured or failed
-// candidates count as evaluations that found nothing, as on the GPU.
+// Best time `strategy` finds within `budget` evaluations for `seed`, with proposals in flight
+// ahead of the observations as the tuner keeps them (pipeline_window, growing to `lag`). Unmeasured
+// or failed candidates count as evaluations that found nothing, as on the GPU.
 double replay_best(const Recording& r, const std::string& strategy, std::uint64_t seed,
                    std::size_t budget, std::size_t lag);
 

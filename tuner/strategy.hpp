@@ -1,6 +1,7 @@
 // Search strategies behind one interface: propose candidates, observe their results.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -31,5 +32,13 @@ class Strategy {
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,
                                         std::uint64_t seed, const std::vector<bool>& done);
 std::vector<std::string> strategy_names();
+
+// Candidates the tuner keeps proposed ahead of the results (compiling or queued): small at first,
+// so that an adaptive strategy sees results early, growing to `full` (2 per compile thread) once
+// it has some, so that the compile pool keeps the GPU fed.
+inline std::size_t pipeline_window(std::size_t full, std::size_t results) {
+  constexpr std::size_t kFirst = 8;
+  return std::max<std::size_t>(1, std::min(full, kFirst + results / 8));
+}
 
 }  // namespace ktune

@@ -261,7 +261,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::atomic<double> compile_seconds{0};
 
   auto refill = [&] {
-    while (queue.size() < window && proposed < planned) {
+    while (queue.size() < pipeline_window(window, summary.evaluated) && proposed < planned) {
       std::optional<std::size_t> next;
       if (!seeds.empty()) {
         next = seeds.front();
