@@ -69,10 +69,11 @@ int cmd_bench(const Common& common, const std::string& family, const std::string
 
 // ktune strategies --replay RUN: strategies compared on a recorded run (no GPU).
 int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
-                   const std::vector<std::size_t>& budgets, std::size_t lag, const std::string& csv);
+                   const std::vector<std::size_t>& budgets, std::size_t lag,
+                   const std::string& csv);
 
 // ktune db ... (cli/db_commands.cpp)
-int cmd_db_export(const Common& common, const std::string& family, bool all,
+int cmd_db_export(const Common& common, const std::string& family, bool all, bool best,
                   const std::string& output);
 int cmd_db_import(const Common& common, const std::string& file, bool shipped);
 int cmd_db_merge(const Common& common, const std::string& other);

@@ -51,16 +51,19 @@ std::string skipped_text(std::size_t stale, std::size_t in_flight) {
 
 }  // namespace
 
-int cmd_db_export(const Common& common, const std::string& family, bool all,
+int cmd_db_export(const Common& common, const std::string& family, bool all, bool best,
                   const std::string& output) {
   const std::string path = common.resolved_db();
   Database db(path, Database::Mode::kReadOnly);
   ExportOptions options;
   options.family = family;
   options.all = all;
+  options.best = best;
   ExportResult out = export_results(db, options);
   const std::string what = std::to_string(out.results) + " result(s) (" +
-                           (all ? "every row" : "ok rows of the current templates") +
+                           (all    ? "every row"
+                            : best ? "the best per device and problem"
+                                   : "ok rows of the current templates") +
                            (family.empty() ? "" : ", family " + family) + ") from " + path;
   if (output.empty() || output == "-") {
     std::cout << out.json << std::flush;

@@ -258,12 +258,17 @@ int main(int argc, char** argv) {
   db_cmd->footer(kDbExitCodes);
   auto db_footer = [](const char* detail) { return std::string(detail) + "\n\n" + kDbExitCodes; };
   std::string db_family, db_output, db_file, db_other;
-  bool db_all = false, db_shipped = false, db_stale = false;
+  bool db_all = false, db_best = false, db_shipped = false, db_stale = false;
   auto* db_export = db_cmd->add_subcommand("export", "write results as JSON, to stdout or a file");
   add_common(db_export, common, false);
   db_export->add_option("--family", db_family, "only this family");
   db_export->add_flag("--all", db_all,
                       "every row: failed candidates and results of older template versions too");
+  db_export
+      ->add_flag("--best", db_best,
+                 "only the best result per device and problem (what lookups answer with; "
+                 "the form of the shipped presets)")
+      ->excludes("--all");
   db_export->add_option("-o,--output", db_output, "write to this file instead of stdout");
   db_export->footer(db_footer(
       "Each result carries its device (name, compute capability, SMs), family, template hash,\n"
@@ -356,7 +361,7 @@ int main(int argc, char** argv) {
     if (bench->parsed())
       return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats, bench_dtype,
                        bench_shape, bench_op);
-    if (db_export->parsed()) return cmd_db_export(common, db_family, db_all, db_output);
+    if (db_export->parsed()) return cmd_db_export(common, db_family, db_all, db_best, db_output);
     if (db_import->parsed()) return cmd_db_import(common, db_file, db_shipped);
     if (db_merge->parsed()) return cmd_db_merge(common, db_other);
     if (db_prune->parsed()) return cmd_db_prune(common, db_stale);

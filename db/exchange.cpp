@@ -464,7 +464,16 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
   ResultFilter filter;
   filter.family = options.family;
   filter.ok_only = !options.all;
-  std::vector<ResultRecord> rows = db.results(filter);
+  if (options.best && options.all)
+    throw Error(ErrorCode::kInvalidArgument, "export: --best and --all exclude each other");
+  std::vector<ResultRecord> rows;
+  if (options.best) {
+    for (const Family* f : all_families())
+      if (options.family.empty() || f->name() == options.family)
+        for (auto& r : db.best_results(f->name(), f->template_hash())) rows.push_back(std::move(r));
+  } else {
+    rows = db.results(filter);
+  }
   if (!options.all)
     std::erase_if(rows,
                   [](const ResultRecord& r) { return r.template_hash != current_hash(r.family); });

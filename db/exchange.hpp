@@ -22,6 +22,9 @@ struct ExportOptions {
   // false: ok rows of the current templates (what a lookup can use); true: every row, any status,
   // stale templates included.
   bool all = false;
+  // Only the best ok result per (device, family, problem) of the current templates: what the
+  // lookups answer with (the form of the shipped presets). Excludes `all`.
+  bool best = false;
 };
 
 struct ExportResult {
