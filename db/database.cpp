@@ -144,19 +144,8 @@ ResultRecord read_result(SQLite::Statement& q) {
   return r;
 }
 
-void bind_result(SQLite::Statement& q, const ResultRecord& r) {
-  auto opt_int = [&](const char* name, std::int64_t v) {
-    if (v)
-      q.bind(name, static_cast<std::int64_t>(v));
-    else
-      q.bind(name);  // NULL
-  };
-  opt_int(":run_id", r.run_id);
-  q.bind(":device_id", static_cast<std::int64_t>(r.device_id));
-  q.bind(":family", r.family);
-  q.bind(":template_hash", r.template_hash);
-  q.bind(":problem", r.problem);
-  q.bind(":config", r.config);
+// The outcome of a candidate: shared by the insert of a whole row and the update of one in flight.
+void bind_measurement(SQLite::Statement& q, const ResultRecord& r) {
   q.bind(":status", r.status);
   q.bind(":tmin", r.time_min_ms);
   q.bind(":tmed", r.time_median_ms);
@@ -172,6 +161,22 @@ void bind_result(SQLite::Statement& q, const ResultRecord& r) {
   q.bind(":smem", r.smem_bytes);
   q.bind(":compile_ms", r.compile_ms);
   q.bind(":message", r.message);
+}
+
+void bind_result(SQLite::Statement& q, const ResultRecord& r) {
+  auto opt_int = [&](const char* name, std::int64_t v) {
+    if (v)
+      q.bind(name, static_cast<std::int64_t>(v));
+    else
+      q.bind(name);  // NULL
+  };
+  opt_int(":run_id", r.run_id);
+  q.bind(":device_id", static_cast<std::int64_t>(r.device_id));
+  q.bind(":family", r.family);
+  q.bind(":template_hash", r.template_hash);
+  q.bind(":problem", r.problem);
+  q.bind(":config", r.config);
+  bind_measurement(q, r);
   q.bind(":origin", r.origin.empty() ? std::string("tuned") : r.origin);
   q.bind(":tool_version", r.tool_version);
   q.bind(":nvrtc_version", r.nvrtc_version);
@@ -512,21 +517,7 @@ void Database::store_result(const ResultRecord& r) {
         "time_max_ms=:tmax, repeats=:repeats, metric=:metric, unit=:unit, registers=:registers, "
         "spill_bytes=:spill, smem_bytes=:smem, compile_ms=:compile_ms, message=:message, "
         "created_at=:created_at WHERE id=:id");
-    q.bind(":status", r.status);
-    q.bind(":tmin", r.time_min_ms);
-    q.bind(":tmed", r.time_median_ms);
-    q.bind(":tmax", r.time_max_ms);
-    q.bind(":repeats", r.repeats);
-    q.bind(":metric", r.metric);
-    q.bind(":unit", r.unit);
-    if (r.registers >= 0)
-      q.bind(":registers", r.registers);
-    else
-      q.bind(":registers");
-    q.bind(":spill", r.spill_bytes);
-    q.bind(":smem", r.smem_bytes);
-    q.bind(":compile_ms", r.compile_ms);
-    q.bind(":message", r.message);
+    bind_measurement(q, r);
     q.bind(":created_at", utc_now());
     q.bind(":id", static_cast<std::int64_t>(r.id));
     q.exec();

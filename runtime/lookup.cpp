@@ -69,49 +69,38 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (same_device(row) && row.problem == key)
         if (auto c = usable(row, family, problem, limits))
           return from_row(LookupStep::kExact, row, *c);
-    // 2. nearest tuned problem of this device (same attributes, log-scale distance in sizes)
-    const ResultRecord* nearest = nullptr;
-    std::optional<Config> nearest_config;
-    double best_distance = std::numeric_limits<double>::infinity();
-    for (const auto& row : best) {
-      if (!same_device(row)) continue;
-      Problem tuned;
-      try {
-        tuned = Problem::parse(family.name(), row.problem);
-      } catch (const Error&) {
-        continue;
-      }
-      double d = problem_distance(problem, tuned);
-      if (d < best_distance) {
+    // The usable row nearest to the problem (same attributes, log-scale distance in sizes)
+    // among those `eligible` accepts.
+    auto nearest = [&](LookupStep step, auto eligible) -> std::optional<LookupResult> {
+      const ResultRecord* found = nullptr;
+      std::optional<Config> config;
+      double best_distance = std::numeric_limits<double>::infinity();
+      for (const auto& row : best) {
+        if (!eligible(row)) continue;
+        double d;
+        try {
+          d = problem_distance(problem, Problem::parse(family.name(), row.problem));
+        } catch (const Error&) {
+          continue;
+        }
+        if (d >= best_distance) continue;
         if (auto c = usable(row, family, problem, limits)) {
           best_distance = d;
-          nearest = &row;
-          nearest_config = c;
+          found = &row;
+          config = c;
         }
       }
-    }
-    if (nearest) return from_row(LookupStep::kNearest, *nearest, *nearest_config);
+      if (!found) return std::nullopt;
+      return from_row(step, *found, *config);
+    };
+    // 2. nearest tuned problem of this device
+    if (auto r = nearest(LookupStep::kNearest, same_device)) return *r;
     // 3. the same compute capability on another device: nearest problem there
-    for (const auto& row : best) {
-      if (same_device(row) || row.device.cc_major != limits.cc_major ||
-          row.device.cc_minor != limits.cc_minor)
-        continue;
-      Problem tuned;
-      try {
-        tuned = Problem::parse(family.name(), row.problem);
-      } catch (const Error&) {
-        continue;
-      }
-      double d = problem_distance(problem, tuned);
-      if (d < best_distance) {
-        if (auto c = usable(row, family, problem, limits)) {
-          best_distance = d;
-          nearest = &row;
-          nearest_config = c;
-        }
-      }
-    }
-    if (nearest) return from_row(LookupStep::kSameArch, *nearest, *nearest_config);
+    if (auto r = nearest(LookupStep::kSameArch, [&](const ResultRecord& row) {
+          return !same_device(row) && row.device.cc_major == limits.cc_major &&
+                 row.device.cc_minor == limits.cc_minor;
+        }))
+      return *r;
   }
   // 4. built-in default, valid for every problem
   LookupResult r;
