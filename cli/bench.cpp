@@ -246,14 +246,16 @@ void bench_histogram(Runtime& runtime, const Device& device, KernelCache& cache,
 int cmd_bench(const Common& common, const std::string& family_name, const std::string& n_text,
               const std::string& csv, int repeats, const std::string& dtype,
               const std::string& shape, const std::string& op) {
+  // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
+  const std::uint64_t n = parse_size(n_text, "--n");
+  if (n == 0) throw Error(ErrorCode::kInvalidArgument, "--n: must be at least 1");
+  if (!shape.empty()) parse_shape(shape, 3, "--shape");
 #ifndef KTUNE_HAVE_ANCHORS
-  (void)common, (void)family_name, (void)n_text, (void)csv, (void)repeats, (void)dtype;
-  (void)shape, (void)op;
+  (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)op;
+  Device device(common.device);
   throw Error(ErrorCode::kUnsupported,
               "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
 #else
-  const std::uint64_t n = parse_size(n_text, "--n");
-  if (n == 0) throw Error(ErrorCode::kInvalidArgument, "--n: must be at least 1");
   Options options;
   options.database = common.resolved_db();
   options.device = common.device;

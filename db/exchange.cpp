@@ -189,9 +189,11 @@ class Fields {
       : object_(object), at_(std::move(at)), separator_(std::move(separator)) {
     if (!object.is_object())
       invalid(at_ + ": must be an object, got " + std::string(object.type_name()));
-    for (const auto& [key, _] : object.items())
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();  // not a structured binding: clang 14 cannot capture one
       if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }))
         fail(key, "unknown field");
+    }
   }
 
   [[noreturn]] void fail(const std::string& field, const std::string& why) const {

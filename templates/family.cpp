@@ -75,7 +75,8 @@ void Family::check_config(const Config& config) const {
                                                    std::to_string(it->second) +
                                                    " is not one of the allowed values");
   }
-  for (const auto& [key, value] : config) {
+  for (const auto& entry : config) {
+    const std::string& key = entry.first;  // not a structured binding: clang 14 cannot capture one
     bool known = std::any_of(params().begin(), params().end(),
                              [&](const Param& p) { return p.name == key; });
     if (!known)
