@@ -45,19 +45,48 @@ struct Runtime::Impl {
   struct Entry {
     LookupResult choice;
     std::shared_ptr<const Kernel> kernel;
+    ElementwisePlan elementwise;  // elementwise entries: the launch geometry, computed once
+  };
+
+  // A call's identity in a few integers: a repeated call finds its entry through this without
+  // building a problem key (no allocation; one lock, one hash).
+  struct CallKey {
+    std::uint64_t tag = 0;  // family and categorical arguments, packed by the caller
+    std::int64_t s0 = 0, s1 = 0, s2 = 0;
+    bool operator==(const CallKey&) const = default;
+  };
+  struct CallKeyHash {
+    std::size_t operator()(const CallKey& k) const noexcept {
+      std::uint64_t h = k.tag * 0x9E3779B97F4A7C15ull;
+      for (std::int64_t v : {k.s0, k.s1, k.s2})
+        h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001B3ull + (h >> 29);
+      return static_cast<std::size_t>(h);
+    }
   };
 
   Options options;
   std::unique_ptr<Device> device;
   std::unique_ptr<Database> db;
   std::unique_ptr<KernelCache> kernels;
-  std::mutex mutex;  // guards `entries` only; never held across a compile or a launch
+  // Guards `entries` and `hot` only; never held across a compile, a tuning run or a launch.
+  // Entries are never erased, so references to them stay valid (node-based map).
+  std::mutex mutex;
   std::unordered_map<std::string, Entry> entries;
+  std::unordered_map<CallKey, const Entry*, CallKeyHash> hot;
+  std::mutex tune_mutex;  // one tune-on-miss at a time per runtime
 
   explicit Impl(Options o) : options(std::move(o)) {
     device = std::make_unique<Device>(options.device);
     if (options.use_database)
       db = open_database(options.database.empty() ? database_default_path() : options.database);
+    if (options.tune_on_miss && (!db || db->read_only()))
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          "Options::tune_on_miss needs a writable database, and " +
+              (options.use_database
+                   ? "'" + (options.database.empty() ? database_default_path() : options.database) +
+                         "' cannot be written"
+                   : std::string("use_database is false")));
     kernels = std::make_unique<KernelCache>(*device, db.get());
   }
 
@@ -74,7 +103,18 @@ struct Runtime::Impl {
     }
   }
 
-  Entry resolve(const Family& family, const Problem& problem) {
+  LookupResult choose(const Family& family, const Problem& problem) {
+    LookupResult choice = lookup_config(db.get(), device->info(), family, problem);
+    if (choice.step == LookupStep::kExact || !options.tune_on_miss) return choice;
+    std::lock_guard lock(tune_mutex);
+    choice = lookup_config(db.get(), device->info(), family, problem);  // another thread's run?
+    if (choice.step == LookupStep::kExact) return choice;
+    options.tune_on_miss->tune(options.device, db->path(), family.name(), problem.key());
+    device->make_current();
+    return lookup_config(db.get(), device->info(), family, problem);
+  }
+
+  const Entry& resolve(const Family& family, const Problem& problem) {
     const std::string key = family.name() + "|" + problem.key();
     {
       std::lock_guard lock(mutex);
@@ -82,11 +122,29 @@ struct Runtime::Impl {
       if (it != entries.end()) return it->second;
     }
     Entry e;
-    e.choice = lookup_config(db.get(), device->info(), family, problem);
+    e.choice = choose(family, problem);
     e.kernel =
         kernels->get(family.compile_request(e.choice.config, problem, device->limits().arch()));
+    if (family.name() == "elementwise")
+      e.elementwise = elementwise_plan(
+          *e.kernel, e.choice.config, device->limits(), problem.attr("dtype") == "f64" ? 8 : 4,
+          static_cast<std::uint64_t>(problem.size("n")), static_cast<int>(problem.size("align")));
     std::lock_guard lock(mutex);
-    return entries.emplace(key, e).first->second;
+    return entries.emplace(key, std::move(e)).first->second;
+  }
+
+  // resolve() behind the hot map: `make_problem` runs only on the first call of `key`.
+  template <typename MakeProblem>
+  const Entry& resolve(const CallKey& key, const Family& family, MakeProblem&& make_problem) {
+    {
+      std::lock_guard lock(mutex);
+      auto it = hot.find(key);
+      if (it != hot.end()) return *it->second;
+    }
+    const Entry& e = resolve(family, make_problem());
+    std::lock_guard lock(mutex);
+    hot.emplace(key, &e);
+    return e;
   }
 
   void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -115,7 +173,7 @@ struct Runtime::Impl {
     call.c = c;
     call.ldc = ldc;
     device->make_current();
-    const Family& family = find_family("gemm");
+    static const Family& family = find_family("gemm");
     if (k == 0 || alpha == 0) {
       Problem p = gemm_problem(bytes == 4 ? "f32" : "f64", false, false, 1, 1, 1, 1);
       CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
@@ -124,9 +182,14 @@ struct Runtime::Impl {
       gemm_scale_launch(*kernels->get(r), device->limits(), call, stream);
       return;
     }
-    Problem problem = gemm_problem(bytes == 4 ? "f32" : "f64", call.trans_a, call.trans_b, call.m,
-                                   call.n, call.k, gemm_alignment(call));
-    Entry e = resolve(family, problem);
+    const int align = gemm_alignment(call);
+    const CallKey key{1u << 24 | unsigned(bytes) << 16 | unsigned(call.trans_a) << 12 |
+                          unsigned(call.trans_b) << 8 | unsigned(align),
+                      call.m, call.n, call.k};
+    const Entry& e = resolve(key, family, [&] {
+      return gemm_problem(bytes == 4 ? "f32" : "f64", call.trans_a, call.trans_b, call.m, call.n,
+                          call.k, align);
+    });
     gemm_launch(*e.kernel, e.choice.config, device->limits(), call, stream);
   }
 
@@ -151,15 +214,18 @@ struct Runtime::Impl {
       require(ptr.in1, "im_in");
     }
     ElementwiseCall call{ptr, n};
-    if (alignment_of(call) < static_cast<int>(sizeof(T)))
+    const int align = alignment_of(call);
+    if (align < static_cast<int>(sizeof(T)))
       throw Error(ErrorCode::kInvalidArgument,
                   std::string(what) + ": a pointer is not aligned to its element size");
     device->make_current();
-    const Family& family = find_family("elementwise");
-    Problem problem =
-        elementwise_problem(op, sizeof(T) == 4 ? "f32" : "f64", n, alignment_of(call));
-    Entry e = resolve(family, problem);
-    elementwise_launch(*e.kernel, e.choice.config, device->limits(), sizeof(T), call, stream);
+    static const Family& family = find_family("elementwise");
+    const CallKey key{2u << 24 | unsigned(sizeof(T)) << 16 | unsigned(op) << 8 | unsigned(align),
+                      static_cast<std::int64_t>(n)};
+    const Entry& e = resolve(key, family, [&] {
+      return elementwise_problem(op, sizeof(T) == 4 ? "f32" : "f64", n, align);
+    });
+    elementwise_launch(*e.kernel, e.elementwise, call, stream);
   }
 
   // `call` was checked when it was made (histogram_*_call), before anything touches the GPU.
@@ -167,8 +233,11 @@ struct Runtime::Impl {
     if (call.n == 0 && call.accumulate) return;
     device->make_current();
     if (call.n == 0) return histogram_clear(call, stream);  // no kernel needed to write zeros
-    const Family& family = find_family("histogram");
-    Entry e = resolve(family, histogram_problem(call));
+    static const Family& family = find_family("histogram");
+    const CallKey key{
+        3u << 24 | unsigned(call.dtype) << 8 | unsigned(histogram_alignment(call.samples)),
+        static_cast<std::int64_t>(call.n), call.args.bins};
+    const Entry& e = resolve(key, family, [&] { return histogram_problem(call); });
     histogram_launch(*e.kernel, e.choice.config, device->limits(), call, stream);
   }
 };

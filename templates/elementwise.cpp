@@ -286,16 +286,16 @@ Problem elementwise_problem(ElementwiseOp op, const std::string& dtype, std::uin
   return p;
 }
 
-void elementwise_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
-                        int element_bytes, const ElementwiseCall& call, CUstream stream) {
-  if (call.n == 0) return;
+ElementwisePlan elementwise_plan(const Kernel& kernel, const Config& config,
+                                 const DeviceLimits& limits, int element_bytes, std::uint64_t n,
+                                 int align) {
   const int vec = static_cast<int>(get(config, "VEC"));
   const int unroll = static_cast<int>(get(config, "UNROLL"));
   const int grid_per_sm = static_cast<int>(get(config, "GRID"));
   int block = static_cast<int>(get(config, "BLOCK"));
   if (block == 0) block = kernel.occupancy_block_size(0);
-  const bool vector_ok = vec > 1 && alignment_of(call) >= vec * element_bytes;
-  const std::uint64_t units = vector_ok ? call.n / vec : call.n;
+  const bool vector_ok = vec > 1 && align >= vec * element_bytes;
+  const std::uint64_t units = vector_ok ? n / vec : n;
   // Blocks that give every thread at least one full step of UNROLL accesses.
   const std::uint64_t needed = std::max<std::uint64_t>(
       1, (units + std::uint64_t(block) * unroll - 1) / (std::uint64_t(block) * unroll));
@@ -304,12 +304,25 @@ void elementwise_launch(const Kernel& kernel, const Config& config, const Device
                                               needed, std::uint64_t(grid_per_sm) * limits.sm_count);
   grid = std::min<std::uint64_t>(grid,
                                  0x7fffffffull);  // the kernels loop over whatever the grid leaves
+  return {static_cast<unsigned>(grid), static_cast<unsigned>(block), vector_ok ? 1 : 0};
+}
+
+void elementwise_launch(const Kernel& kernel, const ElementwisePlan& plan,
+                        const ElementwiseCall& call, CUstream stream) {
+  if (call.n == 0) return;
   ElementwisePointers args = call.ptr;
   std::uint64_t n = call.n;
-  int vector_flag = vector_ok ? 1 : 0;
+  int vector_flag = plan.vector_flag;
   void* params[] = {&args, &n, &vector_flag};
-  kernel.launch(0, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1, 1, 0, stream,
-                params);
+  kernel.launch(0, plan.grid, 1, 1, plan.block, 1, 1, 0, stream, params);
+}
+
+void elementwise_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
+                        int element_bytes, const ElementwiseCall& call, CUstream stream) {
+  if (call.n == 0) return;
+  elementwise_launch(
+      kernel, elementwise_plan(kernel, config, limits, element_bytes, call.n, alignment_of(call)),
+      call, stream);
 }
 
 }  // namespace ktune

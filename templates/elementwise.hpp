@@ -35,7 +35,18 @@ int alignment_of(const ElementwiseCall& call);
 // dtype "f32" or "f64"; align in bytes (4, 8 or 16), as alignment_of() reports it.
 Problem elementwise_problem(ElementwiseOp op, const std::string& dtype, std::uint64_t n, int align);
 
-// Launches the compiled candidate of `config` for `call` (n > 0) on `stream`.
+// Launch geometry of one call: fixed by the configuration, n and the pointers' alignment, so the
+// runtime computes it once per problem.
+struct ElementwisePlan {
+  unsigned grid = 1, block = 1;
+  int vector_flag = 0;
+};
+ElementwisePlan elementwise_plan(const Kernel& kernel, const Config& config,
+                                 const DeviceLimits& limits, int element_bytes, std::uint64_t n,
+                                 int align);
+void elementwise_launch(const Kernel& kernel, const ElementwisePlan& plan,
+                        const ElementwiseCall& call, CUstream stream);
+// Launches the compiled candidate of `config` for `call` on `stream` (nothing for n = 0).
 void elementwise_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
                         int element_bytes, const ElementwiseCall& call, CUstream stream);
 

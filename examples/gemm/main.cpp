@@ -1,14 +1,18 @@
 // Multiplies two matrices with ktune's tuned GEMM on memory from the CUDA runtime, and checks
 // the result on the host. Exit 0 when correct; 1 on a wrong result; 2 without a usable GPU.
+//   gemm_example [--tune-on-miss]   (tune the shape at its first call if the database lacks it)
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ktune/ktune.hpp>
+#include <ktune/tune_on_miss.hpp>
 #include <random>
 #include <vector>
 
-int main() {
+int main(int argc, char** argv) {
+  const bool tune_on_miss = argc > 1 && std::strcmp(argv[1], "--tune-on-miss") == 0;
   const int m = 512, n = 384, k = 256;
   std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n), c(std::size_t(m) * n);
   std::mt19937 rng(42);
@@ -29,7 +33,10 @@ int main() {
   cudaStream_t stream;
   cudaStreamCreate(&stream);
   try {
-    ktune::Runtime rt;  // device 0, the default tuning database
+    ktune::Options options;  // device 0, the default tuning database
+    if (tune_on_miss)
+      options.tune_on_miss = ktune::make_miss_tuner({.max_evals = 24, .max_seconds = 20});
+    ktune::Runtime rt(options);
     // Column-major C (m x n) = A (m x k) * B (k x n).
     rt.gemm(ktune::Layout::kColMajor, ktune::Op::kN, ktune::Op::kN, m, n, k, 1.0f, da, m, db, k,
             0.0f, dc, m, stream);

@@ -15,6 +15,8 @@ typedef struct CUstream_st* CUstream;
 
 namespace ktune {
 
+class MissTuner;
+
 struct Options {
   // Tuning database to read from. Empty: $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db
   // (else ~/.cache/ktune/tuning.db). A missing file is not an error: built-in defaults are used.
@@ -23,6 +25,22 @@ struct Options {
   int device = 0;
   // false: never open a database, use built-in defaults only.
   bool use_database = true;
+  // Tunes a problem the database has no exact result for, at its first call, and stores the
+  // result (see MissTuner; ktune/tune_on_miss.hpp makes one). Null: never tune, the lookup chain
+  // answers. Needs a writable database.
+  std::shared_ptr<MissTuner> tune_on_miss;
+};
+
+// Tunes one problem at its first call (Options::tune_on_miss). The runtime does not depend on
+// the tuner: the tuner library (target ktune::tuner) implements this interface.
+class MissTuner {
+ public:
+  virtual ~MissTuner() = default;
+  // Tunes `problem` (a key, as `ktune explain` shows it) of `family` on CUDA device `device` into
+  // the database at `database`, returning once the results are stored. Called with no lock of the
+  // runtime held, at most one at a time per Runtime; what it throws reaches the call that missed.
+  virtual void tune(int device, const std::string& database, const std::string& family,
+                    const std::string& problem) = 0;
 };
 
 // Which step of the lookup chain chose the configuration for a problem.

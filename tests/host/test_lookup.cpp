@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "db/database.hpp"
+#include "ktune/tune_on_miss.hpp"
 #include "runtime/lookup.hpp"
 #include "temp_dir.hpp"
 #include "templates/family.hpp"
@@ -104,6 +105,28 @@ TEST_F(Lookup, AlignmentIsADimensionOfTheDistance) {
   put(h100_, "align=4;dtype=f32;n=1048576;op=copy", kC, 1.0);
   auto r = lookup_config(db_.get(), h100_, family(), p("align=4;dtype=f32;n=1000000;op=copy"));
   EXPECT_EQ(to_string(r.config), kC);
+}
+
+}  // namespace
+}  // namespace ktune
+
+namespace ktune {
+namespace {
+
+TEST(TuneOnMiss, BudgetsAndStrategyAreChecked) {
+  EXPECT_NO_THROW(make_miss_tuner());
+  for (TuneOnMissOptions bad :
+       {TuneOnMissOptions{.max_evals = 0}, TuneOnMissOptions{.max_seconds = 0},
+        TuneOnMissOptions{.max_seconds = -1}, TuneOnMissOptions{.max_seconds = 1.0 / 0.0},
+        TuneOnMissOptions{.strategy = "magic"}}) {
+    try {
+      make_miss_tuner(bad);
+      ADD_FAILURE() << "accepted a bad budget";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("TuneOnMissOptions::"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace
