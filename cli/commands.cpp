@@ -4,12 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "cli/table.hpp"
 #include "db/database.hpp"
@@ -93,6 +97,28 @@ int tune_replay(const Common& common, const TuneArgs& targs) {
   return s.best ? kExitOk : kExitFailed;
 }
 
+// --device of tune: an ordinal, a comma-separated list of ordinals, or "all".
+std::vector<int> parse_devices(const std::string& text) {
+  if (text == "all") {
+    std::vector<int> all(static_cast<std::size_t>(device_count()));  // throws kNoDriver
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    return all;
+  }
+  std::vector<int> out;
+  for (const std::string& part : split(text, ',')) {
+    const std::string t = trim(part);
+    int v = -1;
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < 0)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--device: '" + text + "' is not an ordinal, a list like 0,1, or 'all'");
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      throw Error(ErrorCode::kInvalidArgument, "--device: GPU " + t + " is named twice");
+    out.push_back(v);
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_devices(const Common&) {
@@ -130,41 +156,115 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
       problems.emplace_back(&find_family(args.family), build_problem(args));
     }
   }
-  Device device(common.device);
-  Database db(common.resolved_db());
-  load_presets_if_new(db);  // a new database starts with the shipped results
-  if (!common.quiet)
-    std::cerr << "ktune: tuning on " << device.info().identity() << " into " << db.path() << "\n";
+  const std::vector<int> devices = parse_devices(targs.devices);
+  // The GPUs before the database: without one, nothing is created.
+  const int count = device_count();  // throws kNoDriver with the reason
+  if (count == 0) throw Error(ErrorCode::kNoDevice, "no CUDA device: the driver reports 0 devices");
+  for (int d : devices)
+    if (d >= count)
+      throw Error(ErrorCode::kInvalidArgument, "--device: there is no GPU " + std::to_string(d) +
+                                                   " (this machine has " + std::to_string(count) +
+                                                   ")");
+  {
+    Database db(common.resolved_db());
+    load_presets_if_new(db);  // a new database starts with the shipped results
+  }
+  TuneOptions options = tune_options(common, targs);
+  if (devices.size() > 1) {
+    // One worker per GPU: progress lines would overwrite each other, so each problem's summary
+    // is printed as it finishes; the compile threads are shared out among the workers.
+    options.progress = false;
+    if (options.compile_threads == 0)
+      options.compile_threads =
+          std::max(1u, std::thread::hardware_concurrency() / unsigned(devices.size()));
+  }
 
-  const TuneOptions options = tune_options(common, targs);
-
-  Table table({"family", "problem", "strategy", "space", "evaluated", "ok", "failed", "seconds",
-               "best", "config"});
-  bool any_ok = false;
-  for (const auto& [family, problem] : problems) {
-    TuneSummary s = tune(db, device, *family, problem, options);
-    if (!common.quiet) {
-      std::cerr << "ktune: " << family->name() << " " << s.problem << ": " << s.evaluated
-                << " evaluated (" << s.ok << " ok, " << s.failed << " failed), " << s.already_done
-                << " from earlier runs; stopped: " << s.stop_reason << "; " << fixed(s.seconds, 1)
-                << " s, GPU waited on compiles " << fixed(s.gpu_wait_seconds, 1) << " s\n";
-      if (s.crashed_recovered)
-        std::cerr << "ktune: " << s.crashed_recovered
-                  << " candidate(s) left in flight by an earlier run recorded as crashed\n";
+  std::mutex output;
+  struct Worker {
+    std::vector<std::vector<std::string>> rows;
+    bool any_ok = false, context_lost = false;
+    std::exception_ptr error;
+  };
+  std::vector<Worker> workers(devices.size());
+  auto work = [&](std::size_t w) {
+    Worker& me = workers[w];
+    try {
+      Device device(devices[w]);
+      Database db(common.resolved_db());
+      const std::string who = devices.size() > 1 ? "[GPU " + std::to_string(devices[w]) + "] " : "";
+      if (!common.quiet) {
+        std::lock_guard lock(output);
+        std::cerr << "ktune: " << who << "tuning on " << device.info().identity() << " into "
+                  << db.path() << "\n";
+      }
+      for (const auto& [family, problem] : problems) {
+        TuneSummary s = tune(db, device, *family, problem, options);
+        {
+          std::lock_guard lock(output);
+          if (!common.quiet) {
+            std::cerr << "ktune: " << who << family->name() << " " << s.problem << ": "
+                      << s.evaluated << " evaluated (" << s.ok << " ok, " << s.failed
+                      << " failed), " << s.already_done
+                      << " from earlier runs; stopped: " << s.stop_reason << "; "
+                      << fixed(s.seconds, 1) << " s, GPU waited on compiles "
+                      << fixed(s.gpu_wait_seconds, 1) << " s\n";
+            if (s.crashed_recovered)
+              std::cerr << "ktune: " << who << s.crashed_recovered
+                        << " candidate(s) left in flight by an earlier run recorded as crashed\n";
+          }
+        }
+        me.any_ok |= s.best.has_value();
+        me.rows.push_back({std::to_string(devices[w]), family->name(), s.problem, s.strategy,
+                           std::to_string(s.space_size), std::to_string(s.evaluated),
+                           std::to_string(s.ok), std::to_string(s.failed), fixed(s.seconds, 1),
+                           s.best ? metric_text(s.best->metric, s.best->unit) : "-",
+                           s.best ? s.best->config : "-"});
+        if (s.stop_reason.rfind("context lost", 0) == 0) {
+          me.context_lost = true;
+          return;
+        }
+      }
+    } catch (...) {
+      me.error = std::current_exception();
     }
-    any_ok |= s.best.has_value();
-    table.add({family->name(), s.problem, s.strategy, std::to_string(s.space_size),
-               std::to_string(s.evaluated), std::to_string(s.ok), std::to_string(s.failed),
-               fixed(s.seconds, 1), s.best ? metric_text(s.best->metric, s.best->unit) : "-",
-               s.best ? s.best->config : "-"});
-    if (s.stop_reason.rfind("context lost", 0) == 0) {
-      table.print(std::cout);
-      std::cerr << "ktune: the CUDA context was lost to a faulting candidate; run the same command "
-                   "again to resume\n";
-      return kExitError;
+  };
+  if (devices.size() == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (std::size_t w = 0; w < devices.size(); ++w) threads.emplace_back(work, w);
+    for (auto& t : threads) t.join();
+  }
+
+  Table table({"gpu", "family", "problem", "strategy", "space", "evaluated", "ok", "failed",
+               "seconds", "best", "config"});
+  bool any_ok = false, context_lost = false;
+  std::exception_ptr first_error;
+  for (std::size_t w = 0; w < workers.size(); ++w) {
+    for (auto& row : workers[w].rows) table.add(row);
+    any_ok |= workers[w].any_ok;
+    context_lost |= workers[w].context_lost;
+    if (workers[w].error && !first_error) {
+      first_error = workers[w].error;
+    } else if (workers[w].error) {
+      try {
+        std::rethrow_exception(workers[w].error);
+      } catch (const std::exception& e) {
+        std::cerr << "ktune: GPU " << devices[w] << ": " << e.what() << "\n";
+      }
     }
   }
   table.print(std::cout);
+  if (first_error) {
+    if (devices.size() > 1)
+      std::cerr << "ktune: a GPU's worker failed; the others' results are stored\n";
+    std::rethrow_exception(first_error);
+  }
+  if (context_lost) {
+    std::cerr << "ktune: the CUDA context was lost to a faulting candidate; run the same command "
+                 "again to resume\n";
+    return kExitError;
+  }
   return any_ok ? kExitOk : kExitFailed;
 }
 

@@ -49,6 +49,7 @@ struct TuneArgs {
   int repeats = 20;
   int warmup = 3;
   unsigned jobs = 0;
+  std::string devices = "0";  // an ordinal, a list "0,1" or "all": one worker per GPU
   bool defaults = false;  // tune every family's default problems
   // Replay instead of the GPU: the recorded outcomes of run `replay_run` in `replay_from`.
   std::string replay_from;
@@ -63,6 +64,7 @@ int cmd_query(const Common& common, const std::string& family, const std::string
 int cmd_check(const std::string& arch, const std::string& family, unsigned jobs, bool verbose,
               bool exhaustive);
 int cmd_explain(const Common& common, const std::string& family, const std::string& problem);
+int cmd_bench_runtime(const Common& common, const std::string& csv);
 int cmd_bench(const Common& common, const std::string& family, const std::string& n,
               const std::string& csv, int repeats, const std::string& dtype = "all",
               const std::string& shape = "", const std::string& op = "nn");

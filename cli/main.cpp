@@ -128,7 +128,12 @@ int main(int argc, char** argv) {
       app.add_subcommand("tune",
                          "tune problems into the database; with no family, tune the default "
                          "problems of every family and print the result table");
-  add_common(tune_cmd, common);
+  add_common(tune_cmd, common, false);
+  tune_cmd
+      ->add_option("--device", tune.devices,
+                   "CUDA device ordinal, a list (0,1), or 'all': one worker per GPU, all writing "
+                   "to the same database")
+      ->capture_default_str();
   add_tune_options(tune_cmd, tune);
   tune_cmd->footer(kExitCodes);
   // Options of `tune` (budget, strategy, --db) may also follow the family: tune gemm --max-evals 9.
@@ -228,9 +233,12 @@ int main(int argc, char** argv) {
                          "time the runtime's tuned kernels against the anchors in the same run "
                          "(cudaMemcpy for elementwise, cuBLAS for gemm, CUB for histogram)");
   add_common(bench, common);
-  bench->add_option("family", bench_family, "family to benchmark")
+  bench
+      ->add_option("family", bench_family,
+                   "family to benchmark, or 'runtime': the first call of a tuned problem in a new "
+                   "process and the host time of a repeated call against a raw cuLaunchKernel")
       ->required()
-      ->check(CLI::IsMember({"elementwise", "gemm", "histogram"}));
+      ->check(CLI::IsMember({"elementwise", "gemm", "histogram", "runtime"}));
   bench
       ->add_option("--n", bench_n,
                    "elementwise: elements of f32 per array (default 256M = 1 GiB); histogram "
@@ -358,6 +366,7 @@ int main(int argc, char** argv) {
     if (strategies->parsed())
       return cmd_strategies(common, replay_run, replay_seeds, replay_budgets, replay_lag,
                             replay_csv);
+    if (bench->parsed() && bench_family == "runtime") return cmd_bench_runtime(common, bench_csv);
     if (bench->parsed())
       return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats, bench_dtype,
                        bench_shape, bench_op);

@@ -3,6 +3,7 @@
 
 #include <nvrtc.h>
 
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <memory>
@@ -106,6 +107,12 @@ std::string compile_cache_key(const CompileRequest& request) {
   return h.hex();
 }
 
+namespace {
+std::atomic<std::uint64_t> g_nvrtc_compiles{0};
+}
+
+std::uint64_t nvrtc_compile_calls() { return g_nvrtc_compiles.load(); }
+
 CompileResult compile(const CompileRequest& request) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<const char*> header_texts, header_names;
@@ -131,6 +138,7 @@ CompileResult compile(const CompileRequest& request) {
   std::vector<const char*> option_ptrs;
   for (const auto& o : options) option_ptrs.push_back(o.c_str());
 
+  ++g_nvrtc_compiles;
   nvrtcResult compiled =
       nvrtcCompileProgram(*program, static_cast<int>(option_ptrs.size()), option_ptrs.data());
   CompileResult out;

@@ -44,6 +44,10 @@ struct CompileResult {
 // Safe to call from several threads at once (one NVRTC program per call).
 CompileResult compile(const CompileRequest& request);
 
+// nvrtcCompileProgram calls made by this process so far (all threads; for tests and benchmarks
+// that prove a warm start compiles nothing).
+std::uint64_t nvrtc_compile_calls();
+
 // Every kernel's resources from a ptxas -v log, in the order ptxas reported them.
 std::vector<FunctionResources> parse_ptxas_log(std::string_view log);
 

@@ -94,7 +94,10 @@ class GpuRunner final : public CandidateRunner {
                       const std::string& key, ResultRecord& row) override {
     Measurement m;
     try {
-      auto kernel = cache_.load(key, *compiled);
+      // Loaded for this measurement only: the module is unloaded when it returns, so device and
+      // host memory stay flat however many candidates a run measures.
+      (void)key;
+      auto kernel = std::make_shared<const Kernel>(*compiled, device_);
       row.registers = kernel->registers(0);  // the driver's count, which the launch obeys
       const int threads = family_.block_threads(config, problem_);
       const int allowed = kernel->max_threads_per_block(0);

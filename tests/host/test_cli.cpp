@@ -1,6 +1,7 @@
 // Host tests: the ktune command's parsing, exit codes and messages; ktune check for sm_90.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "run_cli.hpp"
@@ -55,6 +56,11 @@ TEST(Cli, BadArgumentsExitTwoNamingTheArgument) {
       {{"explain", "elementwise", "n=1;op=copy"}, "dtype"},
       {{"explain", "fft", "n=1"}, "fft"},
       {{"query", "--family", "fft"}, "fft"},
+      {{"tune", "elementwise", "--device", "x"}, "--device"},
+      {{"tune", "elementwise", "--device", "-1"}, "--device"},
+      {{"tune", "elementwise", "--device", "0,"}, "--device"},
+      {{"tune", "elementwise", "--device", "0,0"}, "--device"},
+      {{"tune", "elementwise", "--device", "al"}, "--device"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);
@@ -81,12 +87,19 @@ TEST(Cli, DatabaseProblemsExitFourNamingTheFile) {
 TEST(Cli, NoDriverExitsThreeWithAClearMessage) {
   if (detail::driver_available())
     GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"devices"}, {"tune", "elementwise", "--n", "1M"}, {"tune"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"devices"},
+                                             {"tune", "elementwise", "--n", "1M"},
+                                             {"tune"},
+                                             {"tune", "--device", "all"},
+                                             {"tune", "gemm", "--device", "0,1"},
+                                             {"bench", "runtime"}}) {
     testing::TempDir dir;
     auto r = run_cli(args, "KTUNE_DB=" + dir.file("t.db"));
     EXPECT_EQ(r.exit_code, 3) << r.err;
     EXPECT_NE(r.err.find("no CUDA"), std::string::npos) << r.err;
+    // Nothing was created: without a GPU there was nothing to store.
+    EXPECT_FALSE(std::filesystem::exists(dir.file("t.db"))) << args[0];
   }
 }
 

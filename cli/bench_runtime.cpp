@@ -1,0 +1,329 @@
+// ktune bench runtime: what the runtime costs an application beyond the kernels themselves.
+//  - first call of a tuned problem in a new process (a forked child that has touched nothing of
+//    CUDA before): host time from Runtime construction to the call's return, beyond creating the
+//    context, and the NVRTC compiles it made (none when the binary is cached in the database);
+//  - a repeated call: host time per call of Runtime::copy against a raw cuLaunchKernel of the same
+//    kernel with the same geometry, in alternating batches.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/table.hpp"
+#include "db/database.hpp"
+#include "ktune/ktune.hpp"
+#include "runtime/device.hpp"
+#include "runtime/driver.hpp"
+#include "runtime/kernel_cache.hpp"
+#include "runtime/nvrtc.hpp"
+#include "runtime/util.hpp"
+#include "templates/elementwise.hpp"
+#include "templates/family.hpp"
+#include "templates/gemm.hpp"
+
+namespace ktune::cli {
+namespace {
+using detail::check;
+using detail::driver;
+
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+struct ProbeResult {
+  bool ok = false;
+  std::string error;
+  ErrorCode code = ErrorCode::kInternal;
+  double context_ms = 0, first_call_ms = 0, complete_ms = 0;
+  std::uint64_t nvrtc_calls = 0;
+  std::string step, config;
+  bool verified = false;
+};
+
+// The first-call probes: a tuned copy (the main job's default problem) and a tuned GEMM.
+enum class Probe { kCopy, kGemm };
+constexpr std::size_t kCopyN = 256ull << 20;  // f32 elements: 1 GiB
+constexpr std::int64_t kGemmN = 4096;
+
+// Runs in a forked child: creates the context, allocates and fills buffers, then times the
+// Runtime's construction and first call. `explain_first` asks the lookup chain first (the warm
+// child does, to report which step answers; the measured child must not).
+ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
+  ProbeResult r;
+  const auto t0 = Clock::now();
+  Device device(common.device);
+  device.make_current();
+  const auto t1 = Clock::now();
+  r.context_ms = ms_between(t0, t1);
+  const auto& d = driver();
+  detail::Stream stream;
+  std::vector<detail::DeviceBuffer> buffers;
+  std::size_t out_elems = 0;
+  float expect = 0;
+  if (probe == Probe::kCopy) {
+    buffers.emplace_back(kCopyN * sizeof(float));
+    buffers.emplace_back(kCopyN * sizeof(float));
+    check(d.cuMemsetD32Async(buffers[0].get(), 0x40490fdbu, kCopyN, nullptr),
+          "cuMemsetD32Async");  // pi
+    check(d.cuMemsetD32Async(buffers[1].get(), 0, kCopyN, nullptr), "cuMemsetD32Async");
+    out_elems = kCopyN;
+    expect = 3.14159274f;
+  } else {
+    const std::size_t elems = std::size_t(kGemmN) * kGemmN;
+    for (int i = 0; i < 3; ++i) buffers.emplace_back(elems * sizeof(float));
+    check(d.cuMemsetD32Async(buffers[0].get(), 0x3f800000u, elems, nullptr),
+          "cuMemsetD32Async");  // 1.0f
+    check(d.cuMemsetD32Async(buffers[1].get(), 0x3f800000u, elems, nullptr), "cuMemsetD32Async");
+    check(d.cuMemsetD32Async(buffers[2].get(), 0x7fc00000u, elems, nullptr),
+          "cuMemsetD32Async");  // NaN, beta = 0
+    out_elems = elems;
+    expect = static_cast<float>(kGemmN);  // every element: a sum of K ones
+  }
+  check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+  const std::string problem =
+      probe == Probe::kCopy ? elementwise_problem(ElementwiseOp::kCopy, "f32", kCopyN, 16).key()
+                            : gemm_problem("f32", false, false, kGemmN, kGemmN, kGemmN, 4).key();
+  const char* family = probe == Probe::kCopy ? "elementwise" : "gemm";
+
+  const std::uint64_t compiles_before = nvrtc_compile_calls();
+  const auto t2 = Clock::now();
+  Options options;
+  options.database = common.resolved_db();
+  options.device = common.device;
+  Runtime runtime(options);
+  if (explain_first) {
+    Choice c = runtime.explain(family, problem);
+    r.step = std::string(to_string(c.step));
+    r.config = c.config;
+  }
+  if (probe == Probe::kCopy) {
+    runtime.copy(buffers[1].as<float>(), buffers[0].as<const float>(), kCopyN, stream.get());
+  } else {
+    runtime.gemm(Layout::kColMajor, Op::kN, Op::kN, kGemmN, kGemmN, kGemmN, 1.0f,
+                 buffers[0].as<const float>(), kGemmN, buffers[1].as<const float>(), kGemmN, 0.0f,
+                 buffers[2].as<float>(), kGemmN, stream.get());
+  }
+  const auto t3 = Clock::now();
+  stream.synchronize();
+  const auto t4 = Clock::now();
+  r.first_call_ms = ms_between(t2, t3);
+  r.complete_ms = ms_between(t2, t4);
+  r.nvrtc_calls = nvrtc_compile_calls() - compiles_before;
+
+  // Check the output where it is cheap and telling: both ends and the middle.
+  const CUdeviceptr out = buffers.back().get();
+  r.verified = true;
+  for (std::size_t at : {std::size_t(0), out_elems / 2, out_elems - 4096}) {
+    std::vector<float> host(4096);
+    check(d.cuMemcpyDtoH(host.data(), out + at * sizeof(float), host.size() * sizeof(float)),
+          "cuMemcpyDtoH");
+    for (float v : host) r.verified &= v == expect;
+  }
+  r.ok = true;
+  return r;
+}
+
+// fork() before this process touches CUDA: the child is a new process as far as CUDA goes.
+ProbeResult in_child(const Common& common, Probe probe, bool explain_first) {
+  int fds[2];
+  if (pipe(fds) != 0) throw Error(ErrorCode::kInternal, "pipe failed");
+  const pid_t pid = fork();
+  if (pid < 0) throw Error(ErrorCode::kInternal, "fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    std::ostringstream out;
+    try {
+      ProbeResult r = run_probe(common, probe, explain_first);
+      out << "ok " << r.context_ms << ' ' << r.first_call_ms << ' ' << r.complete_ms << ' '
+          << r.nvrtc_calls << ' ' << (r.verified ? 1 : 0) << ' ' << (r.step.empty() ? "-" : r.step)
+          << ' ' << (r.config.empty() ? "-" : r.config) << '\n';
+    } catch (const Error& e) {
+      out << "error " << static_cast<int>(e.code()) << ' ' << e.what() << '\n';
+    } catch (const std::exception& e) {
+      out << "error " << static_cast<int>(ErrorCode::kInternal) << ' ' << e.what() << '\n';
+    }
+    const std::string text = out.str();
+    [[maybe_unused]] auto n = write(fds[1], text.data(), text.size());
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) text.append(buf, std::size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ProbeResult r;
+  std::istringstream in(text);
+  std::string word;
+  in >> word;
+  if (word == "ok") {
+    int verified = 0;
+    in >> r.context_ms >> r.first_call_ms >> r.complete_ms >> r.nvrtc_calls >> verified >> r.step >>
+        r.config;
+    r.verified = verified != 0;
+    r.ok = true;
+  } else if (word == "error") {
+    int code = 0;
+    in >> code;
+    r.code = static_cast<ErrorCode>(code);
+    std::getline(in, r.error);
+    r.error = trim(r.error);
+  } else {
+    r.error =
+        "the probe process ended without a report (wait status " + std::to_string(status) + ")";
+  }
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Metric {
+  std::string name;
+  double value = 0;
+  std::string unit, target;
+  bool holds = true;
+  std::string note;
+};
+
+}  // namespace
+
+int cmd_bench_runtime(const Common& common, const std::string& csv) {
+  std::vector<Metric> rows;
+  bool all_hold = true;
+
+  // 1. First call in a new process. A first child warms the binary cache (and reports the lookup
+  //    step); the measured child then starts cold, as an application does.
+  for (Probe probe : {Probe::kCopy, Probe::kGemm}) {
+    const std::string what = probe == Probe::kCopy ? "copy f32 n=256M" : "gemm f32 4096^3 nn";
+    ProbeResult warm = in_child(common, probe, true);
+    if (!warm.ok) throw Error(warm.code, "bench runtime: " + what + ": " + warm.error);
+    std::vector<ProbeResult> runs;
+    for (int i = 0; i < 5; ++i) {
+      ProbeResult r = in_child(common, probe, false);
+      if (!r.ok) throw Error(r.code, "bench runtime: " + what + ": " + r.error);
+      runs.push_back(r);
+    }
+    std::vector<double> first, ctx, complete;
+    std::uint64_t nvrtc = 0;
+    bool verified = true;
+    for (const auto& r : runs) {
+      first.push_back(r.first_call_ms);
+      ctx.push_back(r.context_ms);
+      complete.push_back(r.complete_ms);
+      nvrtc += r.nvrtc_calls;
+      verified &= r.verified;
+    }
+    const bool tuned = warm.step == "exact";
+    Metric m{"first call, " + what, median(first), "ms", "<= 5 ms beyond context creation"};
+    m.holds = median(first) <= 5 && tuned && verified;
+    m.note = "lookup " + warm.step + ", " + warm.config + "; context creation " +
+             fixed(median(ctx), 1) + " ms; to completion " + fixed(median(complete), 2) +
+             " ms; output " + (verified ? "verified" : "WRONG") + "; median of 5 processes";
+    rows.push_back(m);
+    Metric c{"NVRTC compiles in those first calls, " + what, double(nvrtc), "calls", "0"};
+    c.holds = nvrtc == 0;
+    c.note = "5 processes, binary from the database cache";
+    rows.push_back(c);
+  }
+
+  // 2. Repeated calls: Runtime::copy against cuLaunchKernel of the same kernel and geometry.
+  Device device(common.device);
+  device.make_current();
+  const auto& d = driver();
+  Options options;
+  options.database = common.resolved_db();
+  options.device = common.device;
+  Runtime runtime(options);
+  constexpr std::size_t kN = 1 << 16;  // 256 KiB of f32: a short kernel, so launches dominate
+  detail::DeviceBuffer src(kN * sizeof(float)), dst(kN * sizeof(float));
+  check(d.cuMemsetD32Async(src.get(), 0x40490fdbu, kN, nullptr), "cuMemsetD32Async");
+  check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+  detail::Stream stream;
+  runtime.copy(dst.as<float>(), src.as<const float>(), kN, stream.get());
+  stream.synchronize();
+
+  const Family& family = find_family("elementwise");
+  const Problem problem = elementwise_problem(ElementwiseOp::kCopy, "f32", kN, 16);
+  const Choice choice = runtime.explain("elementwise", problem.key());
+  const Config config = parse_config(choice.config);
+  Database cache_db(common.resolved_db());
+  KernelCache cache(device, &cache_db);
+  auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
+  const ElementwisePlan plan = elementwise_plan(*kernel, config, device.limits(), 4, kN, 16);
+  ElementwisePointers args{dst.as<void>(), nullptr, src.as<const void>(), nullptr};
+  std::uint64_t n = kN;
+  int vector_flag = plan.vector_flag;
+  void* params[] = {&args, &n, &vector_flag};
+  const CUfunction fn = kernel->function(0);
+  const CUstream s = stream.get();
+
+  constexpr int kBatch = 64, kBatches = 400;
+  std::vector<double> per_call_runtime, per_call_raw;
+  for (int b = 0; b < kBatches; ++b) {
+    for (int which = 0; which < 2; ++which) {
+      const auto t0 = Clock::now();
+      if (which == 0) {
+        for (int i = 0; i < kBatch; ++i)
+          runtime.copy(dst.as<float>(), src.as<const float>(), kN, s);
+      } else {
+        for (int i = 0; i < kBatch; ++i)
+          check(d.cuLaunchKernel(fn, plan.grid, 1, 1, plan.block, 1, 1, 0, s, params, nullptr),
+                "cuLaunchKernel");
+      }
+      const double us = ms_between(t0, Clock::now()) * 1e3 / kBatch;
+      (which == 0 ? per_call_runtime : per_call_raw).push_back(us);
+      stream.synchronize();
+    }
+  }
+  const double rt = median(per_call_runtime), raw = median(per_call_raw);
+  Metric m{"repeated call, copy f32 n=64K: host time above raw cuLaunchKernel", rt - raw, "us",
+           "<= 1 us"};
+  m.holds = rt - raw <= 1.0;
+  m.note = "Runtime::copy " + fixed(rt, 3) + " us/call, cuLaunchKernel " + fixed(raw, 3) +
+           " us/call; median of " + std::to_string(kBatches) + " batches of " +
+           std::to_string(kBatch) + ", alternating; lookup " + std::string(to_string(choice.step));
+  rows.push_back(m);
+  // The output of all those copies is still the input.
+  std::vector<float> host(kN);
+  check(d.cuMemcpyDtoH(host.data(), dst.get(), kN * sizeof(float)), "cuMemcpyDtoH");
+  const bool copy_ok =
+      std::all_of(host.begin(), host.end(), [](float v) { return v == 3.14159274f; });
+  Metric v{"repeated call output verified", copy_ok ? 1.0 : 0.0, "", "1"};
+  v.holds = copy_ok;
+  rows.push_back(v);
+
+  for (const auto& r : rows) all_hold &= r.holds;
+  std::cout << "device: " << device.info().identity() << ", driver " << device.info().driver_version
+            << ", NVRTC " << nvrtc_version() << "\n";
+  Table t({"measure", "value", "unit", "target", "holds", "note"});
+  for (const auto& r : rows)
+    t.add({r.name, fixed(r.value, 3), r.unit, r.target, r.holds ? "yes" : "NO", r.note});
+  t.print(std::cout);
+  if (!csv.empty()) {
+    std::ofstream out(csv);
+    if (!out) throw Error(ErrorCode::kInvalidArgument, "--csv: cannot write " + csv);
+    const char* commit = std::getenv("KTUNE_COMMIT");
+    out << "date,commit,device,driver,nvrtc,measure,value,unit,target,holds,note\n";
+    for (const auto& r : rows)
+      out << utc_now() << ',' << (commit ? commit : "unknown") << ",\"" << device.info().identity()
+          << "\"," << device.info().driver_version << ',' << nvrtc_version() << ",\"" << r.name
+          << "\"," << r.value << ',' << r.unit << ",\"" << r.target << "\","
+          << (r.holds ? "yes" : "no") << ",\"" << r.note << "\"\n";
+  }
+  return all_hold ? kExitOk : kExitFailed;
+}
+
+}  // namespace ktune::cli
