@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One visit to the GPU machine: GPU tests, tuning and benchmarks from a build folder brought along,
 # with logs and CSVs under $OUT and a short table printed last.
-#   scripts/gpu-check.sh [step...]   steps: info tests tune-elementwise bench-elementwise
-#                                    tune-histogram bench-histogram (default: all)
+#   scripts/gpu-check.sh [step...]   steps: see the case below (default: info tests
+#                                    tune-elementwise bench-elementwise tune-histogram
+#                                    bench-histogram)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -108,6 +109,57 @@ for step in "${steps[@]}"; do
       ;;
     bench-histogram)
       run_step bench-histogram "$KTUNE" bench histogram --csv "$OUT/bench_histogram.csv"
+      ;;
+    bench-runtime)
+      # First call in a new process (binary cached) and repeated-call host overhead.
+      run_step bench-runtime "$KTUNE" bench runtime --csv "$OUT/bench_runtime.csv"
+      ;;
+    example-tune-on-miss)
+      # The installed example with tune-on-miss, into a database of its own: the first call
+      # tunes the shape, a second process finds it exact.
+      tmpdb=$(mktemp -d)/miss.db
+      run_step example-miss-1 env KTUNE_DB="$tmpdb" "$BUILD/example/gemm_example" --tune-on-miss
+      run_step example-miss-2 env KTUNE_DB="$tmpdb" "$BUILD/example/gemm_example"
+      ;;
+    sanitize)
+      # Each family's default and tuned configurations under compute-sanitizer's three checkers.
+      for tool in memcheck racecheck synccheck; do
+        extra=()
+        [ "$tool" = memcheck ] && extra=(--leak-check full)
+        run_step "sanitize-$tool" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 \
+          "$BUILD/tests/ktune_gpu_tests" \
+          --gtest_filter='RuntimeGpu.DefaultConfigurationsOfEachFamily:RuntimeGpu.TunedConfigurationsOfEachFamily'
+      done
+      ;;
+    memory-stress)
+      # GPU memory after every tuning run over 1000 candidates.
+      run_step memory-1000 env KTUNE_STRESS_CANDIDATES=1000 "$BUILD/tests/ktune_gpu_tests" \
+        --gtest_filter='RuntimeGpu.TuningRunsGiveBackDeviceMemory'
+      ;;
+    gpu-busy)
+      # A default tune of GEMM f32 4096^3 into a new database while nvidia-smi samples the GPU's
+      # utilization (share of time a kernel ran) every 100 ms.
+      busydb=$(mktemp -d)/busy.db
+      nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 \
+        > "$LOGS/gpu-busy-samples.csv" 2>&1 &
+      sampler=$!
+      sleep 1
+      run_step gpu-busy env KTUNE_DB="$busydb" "$KTUNE" tune gemm --dtype f32 --shape 4096x4096x4096
+      kill "$sampler" 2>/dev/null
+      wait "$sampler" 2>/dev/null
+      # Samples from the first busy one to the last busy one: the run, without the idle margins.
+      busy=$(awk -F', ' '{u[NR]=$2} END {f=0; l=0; for (i=1;i<=NR;i++) if (u[i]>0) {if (!f) f=i; l=i};
+        s=0; for (i=f;i<=l;i++) s+=u[i]; if (l) printf "%.1f%% mean utilization over %d samples (%.1f s)", s/(l-f+1), l-f+1, (l-f+1)/10}' \
+        "$LOGS/gpu-busy-samples.csv")
+      note "gpu-busy: $busy"
+      ;;
+    multi-gpu)
+      # One worker per GPU into one database file; both GPUs' rows must be there afterwards.
+      mgdb=$(mktemp -d)/multi.db
+      run_step multi-gpu env KTUNE_DB="$mgdb" "$KTUNE" tune --device all --max-seconds 20
+      run_step multi-gpu-query "$KTUNE" query --db "$mgdb"
+      run_step multi-gpu-check "$KTUNE" db check --db "$mgdb"
+      cp "$mgdb" "$OUT/multi_gpu.db" 2>/dev/null
       ;;
     *)
       echo "unknown step $step" >&2

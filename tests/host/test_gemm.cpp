@@ -94,8 +94,12 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
         EXPECT_LT(tiles, lim.sm_count) << to_string(c);
       }
     }
-    if (p.size("m") == 64) EXPECT_TRUE(any_split);
-    if (p.size("m") == 4096) EXPECT_FALSE(any_split);
+    if (p.size("m") == 64) {
+      EXPECT_TRUE(any_split);
+    }
+    if (p.size("m") == 4096) {
+      EXPECT_FALSE(any_split);
+    }
   }
 }
 

@@ -1,12 +1,18 @@
 // Host tests: NVRTC compiles for sm_90 without a GPU, lowered names, ptxas report, errors, threads.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <future>
+#include <iostream>
 #include <thread>
 
 #include "ktune/error.hpp"
 #include "runtime/nvrtc.hpp"
+#include "templates/elementwise.hpp"
 #include "templates/family.hpp"
+#include "tuner/space.hpp"
 
 namespace ktune {
 namespace {
@@ -82,6 +88,50 @@ TEST(Nvrtc, SafeFromSeveralThreads) {
     CompileResult c = results[i].get();
     EXPECT_EQ(c.resources[0].smem_static, (32 << i) * 4);
   }
+}
+
+// Resident set of this process in bytes (/proc/self/statm: pages).
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * 4096;
+}
+
+// Host memory stays flat over many compiles of the families' kernels: nothing of a program,
+// its log or its CUBIN outlives compile(). KTUNE_STRESS_COMPILES sets the count (the reliability
+// run uses 5000); the first fifth warms NVRTC's own caches, the growth is measured after that.
+TEST(Nvrtc, HostMemoryStaysFlatOverManyCompiles) {
+  const char* env = std::getenv("KTUNE_STRESS_COMPILES");
+  const std::size_t count = env ? std::strtoull(env, nullptr, 10) : 60;
+  ASSERT_GE(count, 10u);
+  const Family& family = find_family("elementwise");
+  const Problem problem = elementwise_problem(ElementwiseOp::kAdd, "f32", 1 << 20, 16);
+  SearchSpace space(family, problem, DeviceLimits::for_arch(9, 0));
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<std::size_t> next{0};
+  std::size_t after_warmup = 0;
+  auto worker = [&](std::size_t until) {
+    for (std::size_t i; (i = next++) < until;) {
+      CompileResult c =
+          compile(family.compile_request(space.at(i % space.size()), problem, "sm_90"));
+      ASSERT_FALSE(c.cubin.empty());
+    }
+  };
+  for (std::size_t until : {count / 5, count}) {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, until);
+    for (auto& t : pool) t.join();
+    next = until;
+    if (until == count / 5) after_warmup = resident_bytes();
+  }
+  const std::size_t at_end = resident_bytes();
+  const double growth_mib =
+      (static_cast<double>(at_end) - static_cast<double>(after_warmup)) / (1 << 20);
+  std::cout << "[ stress   ] " << count << " NVRTC compiles on " << threads << " threads: resident "
+            << after_warmup / (1 << 20) << " MiB after " << count / 5 << ", " << at_end / (1 << 20)
+            << " MiB after " << count << " (growth " << growth_mib << " MiB)\n";
+  EXPECT_LT(growth_mib, 16.0);
 }
 
 TEST(PtxasLog, ParsesRegistersSpillsSharedMemory) {

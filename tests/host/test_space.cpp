@@ -173,7 +173,9 @@ TEST(Strategy, EvolveBeatsRandomOnASyntheticGemmSpace) {
       EXPECT_GE(evolve[15], random[15]) << "budget " << budget;
     else
       EXPECT_GT(evolve[15], random[15]) << "budget " << budget;
-    if (budget == 200) EXPECT_GT(evolve[15], 0.9);
+    if (budget == 200) {
+      EXPECT_GT(evolve[15], 0.9);
+    }
   }
 }
 

@@ -1,0 +1,352 @@
+// GPU tests of the runtime as applications use it: many host threads at once, tune-on-miss, and
+// the tuner giving back the device memory it used. Skipped without a device.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "../host/temp_dir.hpp"
+#include "db/database.hpp"
+#include "gpu_util.hpp"
+#include "ktune/ktune.hpp"
+#include "ktune/tune_on_miss.hpp"
+#include "runtime/nvrtc.hpp"
+#include "templates/elementwise.hpp"
+#include "templates/family.hpp"
+#include "templates/histogram.hpp"
+#include "tuner/tuner.hpp"
+
+namespace ktune {
+namespace {
+
+using detail::check;
+using detail::driver;
+using testing::download;
+using testing::random_vector;
+using testing::upload;
+
+class OwnStream {
+ public:
+  OwnStream() { check(driver().cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); }
+  ~OwnStream() { driver().cuStreamDestroy(s_); }
+  CUstream get() const { return s_; }
+  void sync() const { check(driver().cuStreamSynchronize(s_), "cuStreamSynchronize"); }
+
+ private:
+  CUstream s_ = nullptr;
+};
+
+// One thread's work: a GEMM, a byte histogram and a copy of sizes of its own, on its own stream,
+// each checked against the host after every round. Returns the number of wrong results.
+int thread_rounds(Runtime& rt, int t, int rounds) {
+  int wrong = 0;
+  OwnStream stream;
+  // GEMM m x n x k, column-major, alpha = 1, beta = 0.
+  const std::int64_t m = 61 + 8 * t, n = 47 + 5 * t, k = 33 + 3 * t;
+  auto ha = random_vector<float>(std::size_t(m * k), 100 + t);
+  auto hb = random_vector<float>(std::size_t(k * n), 200 + t);
+  std::vector<double> ref(std::size_t(m * n), 0.0);
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t p = 0; p < k; ++p)
+      for (std::int64_t i = 0; i < m; ++i)
+        ref[std::size_t(i + j * m)] +=
+            double(ha[std::size_t(i + p * m)]) * hb[std::size_t(p + j * k)];
+  detail::DeviceBuffer da(ha.size() * 4), db(hb.size() * 4), dc(ref.size() * 4);
+  upload(da.get(), ha);
+  upload(db.get(), hb);
+  // Histogram of bytes.
+  const std::size_t hn = 100003 + 977 * std::size_t(t);
+  std::vector<std::uint8_t> bytes(hn);
+  for (std::size_t i = 0; i < hn; ++i)
+    bytes[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 13);
+  std::vector<std::uint32_t> counts_ref(256, 0);
+  for (auto b : bytes) ++counts_ref[b];
+  detail::DeviceBuffer dbytes(hn), dcounts(256 * 4);
+  upload(dbytes.get(), bytes);
+  // Copy.
+  const std::size_t cn = 50021 + 313 * std::size_t(t);
+  auto src = random_vector<float>(cn, 300 + t);
+  detail::DeviceBuffer dsrc(cn * 4), ddst(cn * 4);
+  upload(dsrc.get(), src);
+
+  for (int r = 0; r < rounds; ++r) {
+    check(driver().cuMemsetD32Async(dc.get(), 0x7fc00000u, ref.size(), stream.get()), "memset");
+    check(driver().cuMemsetD32Async(ddst.get(), 0, cn, stream.get()), "memset");
+    rt.gemm(Layout::kColMajor, Op::kN, Op::kN, m, n, k, 1.0f, da.as<const float>(), m,
+            db.as<const float>(), k, 0.0f, dc.as<float>(), m, stream.get());
+    rt.histogram(dbytes.as<const std::uint8_t>(), hn, dcounts.as<std::uint32_t>(), false,
+                 stream.get());
+    rt.copy(ddst.as<float>(), dsrc.as<const float>(), cn, stream.get());
+    stream.sync();
+    auto c = download<float>(dc.get(), ref.size());
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      if (!(std::abs(c[i] - ref[i]) <= 1e-4 * (1 + std::abs(ref[i])) * std::sqrt(double(k)))) {
+        ++wrong;
+        break;
+      }
+    if (download<std::uint32_t>(dcounts.get(), 256) != counts_ref) ++wrong;
+    if (download<float>(ddst.get(), cn) != src) ++wrong;
+  }
+  return wrong;
+}
+
+// Even bins of float samples (with NaN and out-of-range ones) and a double GEMM, checked.
+int more_families(Runtime& rt) {
+  int wrong = 0;
+  const std::size_t n = (1 << 20) + 7;
+  const int bins = 1024;
+  auto samples = random_vector<float>(n, 41);  // [-1, 1): half of them below lower = 0
+  samples[5] = std::nanf("");
+  std::vector<std::uint32_t> ref(bins, 0);
+  for (float v : samples)
+    if (v >= 0.0f && v < 1.0f) {
+      // The kernels' binning: (v - lower) * (bins / (upper - lower)), as CUB does it.
+      const int b = std::min(bins - 1, static_cast<int>((v - 0.0f) * (float(bins) / 1.0f)));
+      ++ref[std::size_t(b)];
+    }
+  detail::DeviceBuffer ds(n * 4), dc(bins * 4);
+  upload(ds.get(), samples);
+  rt.histogram_even(ds.as<const float>(), n, bins, 0.0f, 1.0f, dc.as<std::uint32_t>());
+  testing::synchronize();
+  if (download<std::uint32_t>(dc.get(), bins) != ref) ++wrong;
+
+  const std::int64_t m = 129, nn = 97, k = 65;
+  auto a = random_vector<double>(std::size_t(m * k), 51),
+       b = random_vector<double>(std::size_t(k * nn), 52);
+  detail::DeviceBuffer da(a.size() * 8), db(b.size() * 8), dd(std::size_t(m * nn) * 8);
+  upload(da.get(), a);
+  upload(db.get(), b);
+  rt.gemm(Layout::kRowMajor, Op::kN, Op::kN, m, nn, k, 1.0, da.as<const double>(), k,
+          db.as<const double>(), nn, 0.0, dd.as<double>(), nn);
+  testing::synchronize();
+  auto c = download<double>(dd.get(), std::size_t(m * nn));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < nn; ++j) {
+      double r = 0;
+      for (std::int64_t p = 0; p < k; ++p)
+        r += a[std::size_t(i * k + p)] * b[std::size_t(p * nn + j)];
+      if (std::abs(c[std::size_t(i * nn + j)] - r) > 1e-12 * k) {
+        ++wrong;
+        i = m;
+        break;
+      }
+    }
+  return wrong;
+}
+
+// Each family with its built-in default configuration (no database): the test that
+// scripts/gpu-check.sh runs under compute-sanitizer's memcheck, racecheck and synccheck.
+TEST(RuntimeGpu, DefaultConfigurationsOfEachFamily) {
+  KTUNE_REQUIRE_GPU();
+  Options o;
+  o.use_database = false;
+  Runtime rt(o);
+  EXPECT_EQ(thread_rounds(rt, 0, 1), 0);
+  EXPECT_EQ(thread_rounds(rt, 5, 1), 0);
+  EXPECT_EQ(more_families(rt), 0);
+  EXPECT_EQ(rt.explain("gemm", "align=4;dtype=f32;k=33;m=61;n=47;op=nn").step, LookupStep::kCache);
+}
+
+// The same calls with the tuned configurations of the database in $KTUNE_DB (the GPU machine's
+// tuning database): every problem answered by a tuned result (exact or nearest), not a default.
+TEST(RuntimeGpu, TunedConfigurationsOfEachFamily) {
+  KTUNE_REQUIRE_GPU();
+  const char* path = std::getenv("KTUNE_DB");
+  if (!path || !std::filesystem::exists(path))
+    GTEST_SKIP() << "set KTUNE_DB to a tuning database to run the tuned configurations";
+  Options o;
+  o.database = path;
+  Runtime rt(o);
+  for (const auto& [family, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"gemm", "align=4;dtype=f32;k=33;m=61;n=47;op=nn"},
+           {"gemm", "align=2;dtype=f64;k=65;m=97;n=129;op=nn"},
+           {"histogram", "align=16;bins=256;dtype=u8;n=100003"},
+           {"histogram", "align=16;bins=1024;dtype=f32;n=1048583"},
+           {"elementwise", "align=16;dtype=f32;n=50021;op=copy"}}) {
+    const Choice c = rt.explain(family, problem);
+    EXPECT_TRUE(c.step == LookupStep::kExact || c.step == LookupStep::kNearest)
+        << family << " " << problem << ": " << to_string(c.step);
+    std::cout << "[ tuned    ] " << family << " " << problem << ": " << to_string(c.step) << " "
+              << c.config << "\n";
+  }
+  EXPECT_EQ(thread_rounds(rt, 0, 1), 0);
+  EXPECT_EQ(thread_rounds(rt, 5, 1), 0);
+  EXPECT_EQ(more_families(rt), 0);
+}
+
+// 8 host threads share one Runtime over a new database, so their first calls race through the
+// lookup, the compiles and the caches; then they keep calling. Every result is checked.
+TEST(RuntimeGpu, EightThreadsCallGemmHistogramAndCopyConcurrently) {
+  KTUNE_REQUIRE_GPU();
+  ::ktune::testing::TempDir dir;
+  Options o;
+  o.database = dir.file("threads.db");
+  Runtime rt(o);
+  constexpr int kThreads = 8, kRounds = 25;
+  std::vector<int> wrong(kThreads, -1);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        wrong[t] = thread_rounds(rt, t, kRounds);
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_TRUE(errors[t].empty()) << "thread " << t << ": " << errors[t];
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+  }
+  std::cout << "[ threads  ] " << kThreads << " threads x " << kRounds
+            << " rounds of gemm + histogram + copy, all checked; " << rt.compile_count()
+            << " compiles\n";
+}
+
+// No lock is held across a compile or a launch: while one thread compiles a GEMM nobody has
+// asked for yet (hundreds of milliseconds in NVRTC), another keeps launching copies unhindered.
+TEST(RuntimeGpu, CallsProceedWhileAnotherThreadCompiles) {
+  KTUNE_REQUIRE_GPU();
+  ::ktune::testing::TempDir dir;
+  Options o;
+  o.database = dir.file("compile.db");
+  Runtime rt(o);
+  OwnStream stream;
+  constexpr std::size_t kN = 4096;
+  detail::DeviceBuffer src(kN * 4), dst(kN * 4);
+  rt.copy(dst.as<float>(), src.as<const float>(), kN, stream.get());  // resolved and loaded
+  stream.sync();
+  detail::DeviceBuffer a(64 * 64 * 8), b(64 * 64 * 8), c(64 * 64 * 8);
+  std::atomic<bool> compiling{true};
+  const std::uint64_t compiles_before = nvrtc_compile_calls();
+  const auto t0 = std::chrono::steady_clock::now();
+  double compile_ms = 0;
+  std::thread compiler([&] {
+    OwnStream s;
+    rt.gemm(Layout::kColMajor, Op::kN, Op::kT, 64, 64, 64, 1.0, a.as<const double>(), 64,
+            b.as<const double>(), 64, 0.0, c.as<double>(), 64, s.get());
+    s.sync();
+    compile_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    compiling = false;
+  });
+  double worst_ms = 0;
+  std::size_t calls = 0;
+  while (compiling) {
+    const auto c0 = std::chrono::steady_clock::now();
+    rt.copy(dst.as<float>(), src.as<const float>(), kN, stream.get());
+    worst_ms = std::max(
+        worst_ms,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count());
+    if (++calls % 256 == 0) stream.sync();
+  }
+  compiler.join();
+  stream.sync();
+  EXPECT_GE(nvrtc_compile_calls() - compiles_before, 1u) << "the GEMM did not compile";
+  std::cout << "[ no lock  ] " << calls << " copies during a " << compile_ms
+            << " ms GEMM first call (compile); slowest copy call " << worst_ms << " ms\n";
+  EXPECT_GT(calls, 100u);
+  EXPECT_LT(worst_ms, compile_ms / 4) << "copies waited on the other thread's compile";
+}
+
+// Tune-on-miss: the first call of an unseen problem tunes it within the budget and stores it;
+// the call's result is right; another runtime (another process, as far as the database goes)
+// then finds it exactly, and a second tune-on-miss runtime does not tune it again.
+TEST(RuntimeGpu, TuneOnMissTunesStoresAndUsesTheResult) {
+  KTUNE_REQUIRE_GPU();
+  ::ktune::testing::TempDir dir;
+  const std::string path = dir.file("miss.db");
+  constexpr std::size_t kN = 333333;
+  auto host = random_vector<float>(kN, 9);
+  detail::DeviceBuffer src(kN * 4), dst(kN * 4);
+  upload(src.get(), host);
+  const std::string key = elementwise_problem(ElementwiseOp::kCopy, "f32", kN, 16).key();
+  Options o;
+  o.database = path;
+  o.tune_on_miss = make_miss_tuner({.max_evals = 12, .max_seconds = 30});
+  std::size_t rows_after_first = 0;
+  {
+    Runtime rt(o);
+    EXPECT_NE(rt.explain("elementwise", key).step, LookupStep::kExact);
+    rt.copy(dst.as<float>(), src.as<const float>(), kN);
+    testing::synchronize();
+    EXPECT_EQ(download<float>(dst.get(), kN), host);
+    Database db(path, Database::Mode::kReadOnly);
+    ResultFilter f;
+    f.family = "elementwise";
+    f.problem = key;
+    rows_after_first = db.results(f).size();
+    EXPECT_GE(rows_after_first, 1u);
+    EXPECT_LE(rows_after_first, 12u);
+  }
+  {
+    Options plain;
+    plain.database = path;
+    Runtime rt(plain);
+    EXPECT_EQ(rt.explain("elementwise", key).step, LookupStep::kExact);
+  }
+  {
+    Runtime rt(o);
+    rt.copy(dst.as<float>(), src.as<const float>(), kN);
+    testing::synchronize();
+    Database db(path, Database::Mode::kReadOnly);
+    ResultFilter f;
+    f.family = "elementwise";
+    f.problem = key;
+    EXPECT_EQ(db.results(f).size(), rows_after_first) << "tuned again";
+  }
+  Options no_db;
+  no_db.use_database = false;
+  no_db.tune_on_miss = o.tune_on_miss;
+  EXPECT_THROW(Runtime{no_db}, Error);
+}
+
+// The tuner gives back the device memory it uses: free memory after each tuning run is what it
+// was after the first. KTUNE_STRESS_CANDIDATES sets the candidates in all (the reliability run
+// uses 1000), in runs of 100 over one histogram problem, each resuming where the last stopped.
+TEST(RuntimeGpu, TuningRunsGiveBackDeviceMemory) {
+  KTUNE_REQUIRE_GPU();
+  const char* env = std::getenv("KTUNE_STRESS_CANDIDATES");
+  const std::size_t total = env ? std::strtoull(env, nullptr, 10) : 200;
+  constexpr std::size_t kPerRun = 100;
+  ::ktune::testing::TempDir dir;
+  Database db(dir.file("memory.db"));
+  const Family& family = find_family("histogram");
+  const Problem problem = histogram_problem(HistogramDtype::kU8, 1 << 20, 256, 16);
+  auto free_bytes = [] {
+    testing::synchronize();
+    std::size_t free = 0, all = 0;
+    check(driver().cuMemGetInfo(&free, &all), "cuMemGetInfo");
+    return free;
+  };
+  TuneOptions options;
+  options.strategy = "random";
+  options.max_evals = kPerRun;
+  options.timing.repeats = 3;
+  options.timing.warmup = 1;
+  options.progress = false;
+  std::size_t measured = 0, baseline = 0;
+  double worst_drop_mib = 0;
+  for (std::size_t run = 0; measured < total; ++run) {
+    options.seed = run + 1;
+    TuneSummary s = tune(db, ktune_held_device, family, problem, options);
+    ASSERT_EQ(s.evaluated, kPerRun) << s.stop_reason;
+    measured += s.evaluated;
+    const std::size_t now = free_bytes();
+    if (run == 0) baseline = now;  // the first run's one-time allocations (module pools) settle
+    worst_drop_mib = std::max(worst_drop_mib, (double(baseline) - double(now)) / (1 << 20));
+  }
+  std::cout << "[ memory   ] " << measured << " candidates in runs of " << kPerRun
+            << ": free device memory after the first run " << baseline / (1 << 20)
+            << " MiB, largest drop after a later run " << worst_drop_mib << " MiB\n";
+  EXPECT_LE(worst_drop_mib, 2.0);
+}
+
+}  // namespace
+}  // namespace ktune
