@@ -595,16 +595,20 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
                                                  std::int64_t device_id) {
   std::vector<ResultRecord> out;
   try {
-    std::string sql = "SELECT " + result_columns() +
-                      " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
-                      "template_hash, problem "
-                      "ORDER BY (origin = 'shipped'), time_median_ms) AS rank FROM results WHERE "
-                      "status = 'ok') r "
-                      "JOIN devices d ON d.id = r.device_id WHERE r.rank = 1";
-    if (!family.empty()) sql += " AND r.family = :family";
-    if (!template_hash.empty()) sql += " AND r.template_hash = :hash";
-    if (device_id) sql += " AND r.device_id = :device";
-    sql += " ORDER BY r.family, r.device_id, r.problem";
+    // The filters go inside the window, so that it ranks only the rows asked for (through the
+    // results_by_problem index), not the whole table.
+    std::string where = "status = 'ok'";
+    if (!family.empty()) where += " AND family = :family";
+    if (!template_hash.empty()) where += " AND template_hash = :hash";
+    if (device_id) where += " AND device_id = :device";
+    const std::string sql = "SELECT " + result_columns() +
+                            " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
+                            "template_hash, problem "
+                            "ORDER BY (origin = 'shipped'), time_median_ms) AS rank FROM results "
+                            "WHERE " +
+                            where +
+                            ") r JOIN devices d ON d.id = r.device_id WHERE r.rank = 1"
+                            " ORDER BY r.family, r.device_id, r.problem";
     SQLite::Statement q(*db_, sql);
     if (!family.empty()) q.bind(":family", family);
     if (!template_hash.empty()) q.bind(":hash", template_hash);
@@ -612,6 +616,35 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
     while (q.executeStep()) out.push_back(read_result(q));
   } catch (const std::exception& e) {
     fail("reading best results", e);
+  }
+  return out;
+}
+
+std::vector<ResultRecord> Database::best_results_for_problem(const std::string& family,
+                                                             const std::string& template_hash,
+                                                             const std::string& problem,
+                                                             const DeviceInfo& device,
+                                                             int limit) {
+  std::vector<ResultRecord> out;
+  try {
+    SQLite::Statement q(
+        *db_, "SELECT " + result_columns() +
+                  " FROM results r JOIN devices d ON d.id = r.device_id"
+                  " WHERE r.family = ? AND r.template_hash = ? AND r.problem = ?"
+                  " AND r.status = 'ok' AND d.name = ? AND d.cc_major = ? AND d.cc_minor = ?"
+                  " AND d.sm_count = ?"
+                  " ORDER BY (r.origin = 'shipped'), r.time_median_ms LIMIT ?");
+    q.bind(1, family);
+    q.bind(2, template_hash);
+    q.bind(3, problem);
+    q.bind(4, device.name);
+    q.bind(5, device.limits.cc_major);
+    q.bind(6, device.limits.cc_minor);
+    q.bind(7, device.limits.sm_count);
+    q.bind(8, limit);
+    while (q.executeStep()) out.push_back(read_result(q));
+  } catch (const std::exception& e) {
+    fail("reading results", e);
   }
   return out;
 }

@@ -167,6 +167,12 @@ class Database {
   std::vector<ResultRecord> best_results(const std::string& family,
                                          const std::string& template_hash,
                                          std::int64_t device_id = 0);
+  // The `limit` best ok results of one problem on one device (name, compute capability, SMs),
+  // the user's own before shipped ones: the runtime's exact lookup, through the index.
+  std::vector<ResultRecord> best_results_for_problem(const std::string& family,
+                                                     const std::string& template_hash,
+                                                     const std::string& problem,
+                                                     const DeviceInfo& device, int limit);
 
   // Binary cache
   std::optional<CachedBinary> find_binary(const std::string& key);

@@ -59,16 +59,17 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
   if (db) {
     const std::string hash = family.template_hash();
     const std::string key = problem.key();
-    std::vector<ResultRecord> best = db->best_results(family.name(), hash);
     auto same_device = [&](const ResultRecord& r) {
       return r.device.name == device.name && r.device.cc_major == limits.cc_major &&
              r.device.cc_minor == limits.cc_minor && r.device.sm_count == limits.sm_count;
     };
-    // 1. exact problem on this device
-    for (const auto& row : best)
-      if (same_device(row) && row.problem == key)
+    // 1. exact problem on this device: the best usable row, through the index (a first call's
+    //    whole lookup costs well under a millisecond this way).
+    for (const auto& row : db->best_results_for_problem(family.name(), hash, key, device, 16))
+      if (same_device(row))
         if (auto c = usable(row, family, problem, limits))
           return from_row(LookupStep::kExact, row, *c);
+    std::vector<ResultRecord> best = db->best_results(family.name(), hash);
     // The usable row nearest to the problem (same attributes, log-scale distance in sizes)
     // among those `eligible` accepts.
     auto nearest = [&](LookupStep step, auto eligible) -> std::optional<LookupResult> {

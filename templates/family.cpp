@@ -39,11 +39,14 @@ std::vector<std::string> included_headers(const std::string& source) {
 }  // namespace
 
 std::string Family::template_hash() const {
-  Hasher h;
-  std::string source = template_source(source_file());
-  h.add(name()).add(static_cast<std::int64_t>(descriptor_version())).add(source);
-  for (const auto& header : included_headers(source)) h.add(header).add(template_source(header));
-  return h.hex().substr(0, 16);
+  std::call_once(hash_once_, [this] {
+    Hasher h;
+    std::string source = template_source(source_file());
+    h.add(name()).add(static_cast<std::int64_t>(descriptor_version())).add(source);
+    for (const auto& header : included_headers(source)) h.add(header).add(template_source(header));
+    hash_ = h.hex().substr(0, 16);
+  });
+  return hash_;
 }
 
 CompileRequest Family::compile_request(const Config& config, const Problem& problem,

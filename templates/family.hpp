@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,10 @@ class Family {
  protected:
   // Bumped when the descriptor changes meaning (launch geometry, parameter semantics).
   virtual int descriptor_version() const { return 1; }
+
+ private:
+  mutable std::once_flag hash_once_;  // the template hash is computed once per process
+  mutable std::string hash_;
 };
 
 // Families by name; throws Error(kInvalidArgument) listing the known ones.
