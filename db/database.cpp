@@ -604,7 +604,7 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
     const std::string sql = "SELECT " + result_columns() +
                             " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
                             "template_hash, problem "
-                            "ORDER BY (origin = 'shipped'), time_median_ms) AS rank FROM results "
+                            "ORDER BY (origin = 'shipped'), time_median_ms, id) AS rank FROM results "
                             "WHERE " +
                             where +
                             ") r JOIN devices d ON d.id = r.device_id WHERE r.rank = 1"
@@ -633,7 +633,7 @@ std::vector<ResultRecord> Database::best_results_for_problem(const std::string& 
                   " WHERE r.family = ? AND r.template_hash = ? AND r.problem = ?"
                   " AND r.status = 'ok' AND d.name = ? AND d.cc_major = ? AND d.cc_minor = ?"
                   " AND d.sm_count = ?"
-                  " ORDER BY (r.origin = 'shipped'), r.time_median_ms LIMIT ?");
+                  " ORDER BY (r.origin = 'shipped'), r.time_median_ms, r.id LIMIT ?");
     q.bind(1, family);
     q.bind(2, template_hash);
     q.bind(3, problem);
