@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <exception>
@@ -179,6 +180,14 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
           std::max(1u, std::thread::hardware_concurrency() / unsigned(devices.size()));
   }
 
+  // Identical GPUs (same name, compute capability and SMs) share their results, so they share
+  // the problems too: each problem is tuned once per kind of GPU, by whichever GPU of that kind
+  // is free. GPUs of different kinds each tune every problem.
+  std::vector<std::unique_ptr<Device>> gpus;
+  for (int d : devices) gpus.push_back(std::make_unique<Device>(d));
+  std::map<std::string, std::atomic<std::size_t>> next_problem;
+  for (const auto& g : gpus) next_problem[g->info().identity()] = 0;
+
   std::mutex output;
   struct Worker {
     std::vector<std::vector<std::string>> rows;
@@ -189,7 +198,7 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
   auto work = [&](std::size_t w) {
     Worker& me = workers[w];
     try {
-      Device device(devices[w]);
+      const Device& device = *gpus[w];
       Database db(common.resolved_db());
       const std::string who = devices.size() > 1 ? "[GPU " + std::to_string(devices[w]) + "] " : "";
       if (!common.quiet) {
@@ -197,7 +206,9 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
         std::cerr << "ktune: " << who << "tuning on " << device.info().identity() << " into "
                   << db.path() << "\n";
       }
-      for (const auto& [family, problem] : problems) {
+      auto& next = next_problem.at(device.info().identity());
+      for (std::size_t i; (i = next++) < problems.size();) {
+        const auto& [family, problem] = problems[i];
         TuneSummary s = tune(db, device, *family, problem, options);
         {
           std::lock_guard lock(output);

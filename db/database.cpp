@@ -3,10 +3,15 @@
 #include "db/database.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <tuple>
 
 #include "ktune/error.hpp"
@@ -87,6 +92,14 @@ CREATE TABLE binaries(
     // here.
     R"sql(
 ALTER TABLE results ADD COLUMN source TEXT;
+)sql",
+    // v3: which physical GPU a run measured on (identical GPUs share one device row), and the
+    // process that owns it, so that a run still alive is never declared crashed by another.
+    R"sql(
+ALTER TABLE runs ADD COLUMN gpu_ordinal INTEGER;
+ALTER TABLE runs ADD COLUMN gpu_uuid TEXT;
+ALTER TABLE runs ADD COLUMN host TEXT;
+ALTER TABLE runs ADD COLUMN pid INTEGER;
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::kSchemaVersion);
@@ -381,13 +394,27 @@ std::vector<DeviceRecord> Database::devices() {
   return out;
 }
 
+namespace {
+// Runs begun and not yet finished by this process (any Database object, any thread).
+std::mutex g_active_mutex;
+std::set<std::int64_t>& active_runs() {
+  static std::set<std::int64_t> runs;
+  return runs;
+}
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
+}  // namespace
+
 std::int64_t Database::begin_run(const RunRecord& run) {
   try {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement q(*db_,
                         "INSERT INTO runs(device_id, family, template_hash, problem, strategy, "
-                        "seed, budget, status, "
-                        "started_at) VALUES(?,?,?,?,?,?,?,'running',?)");
+                        "seed, budget, status, started_at, gpu_ordinal, gpu_uuid, host, pid) "
+                        "VALUES(?,?,?,?,?,?,?,'running',?,?,?,?,?)");
     q.bind(1, static_cast<std::int64_t>(run.device_id));
     q.bind(2, run.family);
     q.bind(3, run.template_hash);
@@ -396,9 +423,15 @@ std::int64_t Database::begin_run(const RunRecord& run) {
     q.bind(6, static_cast<std::int64_t>(run.seed));
     q.bind(7, run.budget);
     q.bind(8, utc_now());
+    if (run.gpu_ordinal >= 0) q.bind(9, run.gpu_ordinal);
+    if (!run.gpu_uuid.empty()) q.bind(10, run.gpu_uuid);
+    q.bind(11, host_name());
+    q.bind(12, static_cast<std::int64_t>(getpid()));
     q.exec();
     std::int64_t id = db_->getLastInsertRowid();
     tx.commit();
+    std::lock_guard lock(g_active_mutex);
+    active_runs().insert(id);
     return id;
   } catch (const std::exception& e) {
     fail("starting a run", e);
@@ -406,6 +439,10 @@ std::int64_t Database::begin_run(const RunRecord& run) {
 }
 
 void Database::finish_run(std::int64_t run_id, const std::string& run_status) {
+  {
+    std::lock_guard lock(g_active_mutex);
+    active_runs().erase(run_id);
+  }
   try {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement q(*db_, "UPDATE runs SET status=?, finished_at=? WHERE id=?");
@@ -424,8 +461,9 @@ std::vector<RunRecord> Database::runs() {
   try {
     SQLite::Statement q(
         *db_,
-        "SELECT id, device_id, family, template_hash, problem, strategy, seed, budget, status, "
-        "started_at, finished_at FROM runs ORDER BY id");
+        std::string("SELECT id, device_id, family, template_hash, problem, strategy, seed, budget, "
+                    "status, started_at, finished_at, ") +
+            (version_ >= 3 ? "gpu_ordinal, gpu_uuid" : "NULL, NULL") + " FROM runs ORDER BY id");
     while (q.executeStep()) {
       RunRecord r;
       r.id = q.getColumn(0).getInt64();
@@ -439,6 +477,8 @@ std::vector<RunRecord> Database::runs() {
       r.status = q.getColumn(8).getString();
       r.started_at = q.getColumn(9).getString();
       r.finished_at = q.getColumn(10).getString();
+      if (!q.getColumn(11).isNull()) r.gpu_ordinal = q.getColumn(11).getInt();
+      r.gpu_uuid = q.getColumn(12).getString();
       out.push_back(r);
     }
   } catch (const std::exception& e) {
@@ -531,10 +571,45 @@ int Database::mark_crashed(std::int64_t device_id, const std::string& family,
                            const std::string& template_hash, const std::string& problem) {
   try {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    SQLite::Statement q(
-        *db_,
+    // Runs that still measure these rows: begun and not finished by this process, or owned by
+    // another process of this host that is alive. Their rows in flight are not crashed.
+    std::vector<std::int64_t> alive;
+    {
+      SQLite::Statement runs(*db_,
+                             "SELECT DISTINCT r.run_id, u.host, u.pid FROM results r JOIN runs u "
+                             "ON u.id = r.run_id WHERE r.status='in_flight' AND r.device_id=? AND "
+                             "r.family=? AND r.template_hash=? AND r.problem=? AND "
+                             "u.status='running'");
+      runs.bind(1, static_cast<std::int64_t>(device_id));
+      runs.bind(2, family);
+      runs.bind(3, template_hash);
+      runs.bind(4, problem);
+      const std::string here = host_name();
+      const std::int64_t me = getpid();
+      while (runs.executeStep()) {
+        const std::int64_t id = runs.getColumn(0).getInt64();
+        const std::int64_t pid = runs.getColumn(2).isNull() ? 0 : runs.getColumn(2).getInt64();
+        bool live = false;
+        if (pid == me) {
+          std::lock_guard lock(g_active_mutex);
+          live = active_runs().count(id) > 0;
+        } else if (pid > 0 && !runs.getColumn(1).isNull() &&
+                   runs.getColumn(1).getString() == here) {
+          live = kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+        }
+        if (live) alive.push_back(id);
+      }
+    }
+    std::string sql =
         "UPDATE results SET status='crashed', message='the process died while this candidate ran' "
-        "WHERE status='in_flight' AND device_id=? AND family=? AND template_hash=? AND problem=?");
+        "WHERE status='in_flight' AND device_id=? AND family=? AND template_hash=? AND problem=?";
+    if (!alive.empty()) {
+      sql += " AND (run_id IS NULL OR run_id NOT IN (";
+      for (std::size_t i = 0; i < alive.size(); ++i)
+        sql += (i ? "," : "") + std::to_string(alive[i]);
+      sql += "))";
+    }
+    SQLite::Statement q(*db_, sql);
     q.bind(1, static_cast<std::int64_t>(device_id));
     q.bind(2, family);
     q.bind(3, template_hash);
@@ -601,14 +676,15 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
     if (!family.empty()) where += " AND family = :family";
     if (!template_hash.empty()) where += " AND template_hash = :hash";
     if (device_id) where += " AND device_id = :device";
-    const std::string sql = "SELECT " + result_columns() +
-                            " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
-                            "template_hash, problem "
-                            "ORDER BY (origin = 'shipped'), time_median_ms, id) AS rank FROM results "
-                            "WHERE " +
-                            where +
-                            ") r JOIN devices d ON d.id = r.device_id WHERE r.rank = 1"
-                            " ORDER BY r.family, r.device_id, r.problem";
+    const std::string sql =
+        "SELECT " + result_columns() +
+        " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
+        "template_hash, problem "
+        "ORDER BY (origin = 'shipped'), time_median_ms, id) AS rank FROM results "
+        "WHERE " +
+        where +
+        ") r JOIN devices d ON d.id = r.device_id WHERE r.rank = 1"
+        " ORDER BY r.family, r.device_id, r.problem";
     SQLite::Statement q(*db_, sql);
     if (!family.empty()) q.bind(":family", family);
     if (!template_hash.empty()) q.bind(":hash", template_hash);
@@ -623,8 +699,7 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
 std::vector<ResultRecord> Database::best_results_for_problem(const std::string& family,
                                                              const std::string& template_hash,
                                                              const std::string& problem,
-                                                             const DeviceInfo& device,
-                                                             int limit) {
+                                                             const DeviceInfo& device, int limit) {
   std::vector<ResultRecord> out;
   try {
     SQLite::Statement q(

@@ -76,6 +76,8 @@ struct RunRecord {
   std::int64_t device_id = 0;
   std::string family, template_hash, problem, strategy, budget, status, started_at, finished_at;
   std::int64_t seed = 0;
+  int gpu_ordinal = -1;  // the physical GPU measured on (-1: not recorded, e.g. a replay)
+  std::string gpu_uuid;
 };
 
 struct CachedBinary {
@@ -120,7 +122,7 @@ struct ResultFilter {
 
 class Database {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
 
   enum class Mode { kReadWrite, kReadOnly };

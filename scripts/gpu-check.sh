@@ -159,6 +159,18 @@ for step in "${steps[@]}"; do
       run_step multi-gpu env KTUNE_DB="$mgdb" "$KTUNE" tune --device all --max-seconds 20
       run_step multi-gpu-query "$KTUNE" query --db "$mgdb"
       run_step multi-gpu-check "$KTUNE" db check --db "$mgdb"
+      # Which physical GPU measured what (identical GPUs share one device row and the problems).
+      python3 - "$mgdb" <<'PY' 2>&1 | tee "$LOGS/multi-gpu-runs.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("gpu  uuid                                      problem                                         ok  crashed  in_flight")
+for row in db.execute("""SELECT u.gpu_ordinal, u.gpu_uuid, u.family || ' ' || u.problem,
+    SUM(r.status='ok'), SUM(r.status='crashed'), SUM(r.status='in_flight')
+    FROM runs u JOIN results r ON r.run_id = u.id GROUP BY u.id ORDER BY u.gpu_ordinal, u.id"""):
+    print("%-4s %-41s %-47s %-3s %-8s %s" % row)
+PY
+      # The tuned kernels on the second GPU, verified against the anchors there.
+      run_step multi-gpu-bench-1 env KTUNE_DB="$mgdb" "$KTUNE" bench elementwise --device 1 --n 256M
       cp "$mgdb" "$OUT/multi_gpu.db" 2>/dev/null
       ;;
     *)

@@ -251,7 +251,22 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   run.seed = static_cast<std::int64_t>(options.seed);
   run.budget = "max_evals=" + std::to_string(options.max_evals) +
                ",max_seconds=" + std::to_string(options.max_seconds);
+  run.gpu_ordinal = runner.compiles() ? runner.device().ordinal : -1;
+  run.gpu_uuid = runner.device().uuid;
   summary.run_id = db.begin_run(run);
+  // A run left by an exception is over: its rows in flight may be declared crashed.
+  struct RunGuard {
+    Database& db;
+    std::int64_t id;
+    bool finished = false;
+    ~RunGuard() {
+      if (finished) return;
+      try {
+        db.finish_run(id, "aborted");
+      } catch (...) {
+      }
+    }
+  } run_guard{db, summary.run_id};
 
   ThreadPool pool(options.compile_threads);
   const std::string arch = limits.arch();
@@ -386,6 +401,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   for (auto& p : queue) p.outcome.wait();
   db.finish_run(summary.run_id,
                 summary.stop_reason.rfind("context lost", 0) == 0 ? "aborted" : "completed");
+  run_guard.finished = true;
   for (const auto& r : db.best_results(family.name(), hash, device_id))
     if (r.problem == key) summary.best = r;
   summary.seconds = seconds_since(started);

@@ -2,6 +2,10 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "db/database.hpp"
@@ -183,6 +187,56 @@ TEST(Database, NewerSchemaIsRejected) {
 TEST(Database, ReadOnlyModeOnMissingFileIsAnError) {
   TempDir dir;
   EXPECT_THROW(Database(dir.file("missing.db"), Database::Mode::kReadOnly), Error);
+}
+
+}  // namespace
+}  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// A candidate in flight in another live process (another GPU's worker of the same kind, or a
+// second `ktune tune`) is not declared crashed; once that process is killed, it is.
+TEST(Database, InFlightRowsOfALiveProcessAreNotCrashed) {
+  testing::TempDir dir;
+  const std::string path = dir.file("live.db");
+  DeviceInfo gpu;
+  gpu.name = "NVIDIA H200";
+  gpu.limits = DeviceLimits::for_arch(9, 0);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    Database db(path);
+    RunRecord run;
+    run.device_id = db.ensure_device(gpu);
+    run.family = "elementwise";
+    run.template_hash = "h";
+    run.problem = "p";
+    run.strategy = "random";
+    ResultRecord r;
+    r.run_id = db.begin_run(run);
+    r.device_id = run.device_id;
+    r.family = "elementwise";
+    r.template_hash = "h";
+    r.problem = "p";
+    r.config = "BLOCK=256";
+    db.mark_in_flight(r);
+    [[maybe_unused]] auto n = write(ready[1], "x", 1);
+    pause();  // "measuring" until killed
+    _exit(0);
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  Database db(path);
+  const std::int64_t device = db.ensure_device(gpu);
+  EXPECT_EQ(db.mark_crashed(device, "elementwise", "h", "p"), 0) << "the child is alive";
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(db.mark_crashed(device, "elementwise", "h", "p"), 1) << "the child is gone";
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Host tests: schema v2 migration, JSON export/import (malformed and hostile input), merge, prune,
+// Host tests: schema migrations (v1 -> current), JSON export/import (malformed and hostile input), merge, prune,
 // check, shipped presets and the ktune db commands, on real SQLite files in temporary directories.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -243,7 +243,7 @@ TEST(Schema, V1DatabaseMigratesToV2WithRowsIntact) {
   EXPECT_EQ(user_version(path), 1);
   {
     Database db(path);
-    EXPECT_EQ(db.schema_version(), 2);
+    EXPECT_EQ(db.schema_version(), Database::kSchemaVersion);
     EXPECT_FALSE(db.created());  // migrated, not created: no presets go into an existing file
     auto rows = db.results({});
     ASSERT_EQ(rows.size(), 1u);
@@ -258,8 +258,21 @@ TEST(Schema, V1DatabaseMigratesToV2WithRowsIntact) {
     db.put_result(r);
     EXPECT_EQ(db.results({}).back().source, "import:/somewhere.json");
     EXPECT_EQ(db.best_results("elementwise", ew().template_hash()).size(), 2u);
+    // v3: a run records its physical GPU.
+    RunRecord run;
+    run.device_id = r.device_id;
+    run.family = "elementwise";
+    run.template_hash = ew().template_hash();
+    run.problem = kAdd;
+    run.strategy = "random";
+    run.gpu_ordinal = 1;
+    run.gpu_uuid = "GPU-1234";
+    const std::int64_t id = db.begin_run(run);
+    db.finish_run(id, "completed");
+    EXPECT_EQ(db.runs().back().gpu_ordinal, 1);
+    EXPECT_EQ(db.runs().back().gpu_uuid, "GPU-1234");
   }
-  EXPECT_EQ(user_version(path), 2);
+  EXPECT_EQ(user_version(path), Database::kSchemaVersion);
 }
 
 TEST(Schema, NewFileIsCreatedOnce) {

@@ -80,7 +80,9 @@ TEST_F(Lookup, ExactIsTheFastestOfManyRows) {
   put(h200_, tie, kA, 1.0);
   EXPECT_EQ(to_string(lookup_config(db_.get(), h200_, family(), p(tie)).config), kB);
   for (const auto& row : db_->best_results("elementwise", family().template_hash()))
-    if (row.problem == tie) EXPECT_EQ(row.config, kB);
+    if (row.problem == tie) {
+      EXPECT_EQ(row.config, kB);
+    }
 }
 
 TEST_F(Lookup, DefaultWithoutDatabaseOrResults) {
