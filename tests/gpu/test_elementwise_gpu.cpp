@@ -7,6 +7,7 @@
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
+#include "gpu_util.hpp"
 #include "ktune/ktune.hpp"
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
@@ -21,32 +22,11 @@ namespace {
 using detail::check;
 using detail::driver;
 
-// Skips without a GPU; otherwise holds device 0's primary context for the whole test, so that
-// buffers made before (or outlive) a Runtime stay valid.
-#define REQUIRE_GPU()                                                                   \
-  std::string why_no_gpu;                                                               \
-  if (!detail::driver_available(&why_no_gpu)) GTEST_SKIP() << "no GPU: " << why_no_gpu; \
-  Device held_device(0)
-
+using testing::download;
+using testing::upload;
 template <typename T>
 std::vector<T> random_host(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(dist(rng));
-  return v;
-}
-
-template <typename T>
-void upload(CUdeviceptr dst, const std::vector<T>& v) {
-  if (!v.empty()) check(driver().cuMemcpyHtoD(dst, v.data(), v.size() * sizeof(T)), "cuMemcpyHtoD");
-}
-
-template <typename T>
-std::vector<T> download(CUdeviceptr src, std::size_t n) {
-  std::vector<T> v(n);
-  if (n) check(driver().cuMemcpyDtoH(v.data(), src, n * sizeof(T)), "cuMemcpyDtoH");
-  return v;
+  return testing::random_vector<T>(n, seed);
 }
 
 template <typename T>
@@ -99,7 +79,7 @@ void check_ops(Runtime& rt, std::size_t n, std::size_t offset) {
 }
 
 TEST(ElementwiseGpu, OddSizesAndUnalignedPointersWithDefaults) {
-  REQUIRE_GPU();
+  KTUNE_REQUIRE_GPU();
   Options o;
   o.use_database = false;
   Runtime rt(o);
@@ -112,7 +92,7 @@ TEST(ElementwiseGpu, OddSizesAndUnalignedPointersWithDefaults) {
 }
 
 TEST(ElementwiseGpu, NullPointersAreRejectedBeforeLaunch) {
-  REQUIRE_GPU();
+  KTUNE_REQUIRE_GPU();
   Options o;
   o.use_database = false;
   Runtime rt(o);
@@ -125,7 +105,7 @@ TEST(ElementwiseGpu, NullPointersAreRejectedBeforeLaunch) {
 // Every configuration of the space is verified by the tuner: a wrong kernel shows as
 // wrong_result. Then the runtime reads the best back (exact step) and computes correctly with it.
 TEST(ElementwiseGpu, TuningRunIntoTemporaryDatabaseThenRuntimeUsesIt) {
-  REQUIRE_GPU();
+  KTUNE_REQUIRE_GPU();
   testing::TempDir dir;
   const std::string path = dir.file("tune.db");
   const std::size_t n = (1 << 20) + 3;
@@ -133,7 +113,7 @@ TEST(ElementwiseGpu, TuningRunIntoTemporaryDatabaseThenRuntimeUsesIt) {
   const Family& family = find_family("elementwise");
   std::string best_config;
   {
-    Device& device = held_device;
+    Device& device = ktune_held_device;
     Database db(path);
     TuneOptions options;
     options.strategy = "exhaustive";
@@ -185,7 +165,7 @@ TEST(ElementwiseGpu, TuningRunIntoTemporaryDatabaseThenRuntimeUsesIt) {
 }
 
 TEST(ElementwiseGpu, WarmStartCompilesNothing) {
-  REQUIRE_GPU();
+  KTUNE_REQUIRE_GPU();
   testing::TempDir dir;
   Options o;
   o.database = dir.file("cache.db");

@@ -41,22 +41,11 @@ CUcontext current_context() {
   return c;
 }
 
-class OwnStream {
- public:
-  OwnStream() { check(driver().cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); }
-  ~OwnStream() { driver().cuStreamDestroy(s_); }
-  CUstream get() const { return s_; }
-  void sync() const { check(driver().cuStreamSynchronize(s_), "cuStreamSynchronize"); }
-
- private:
-  CUstream s_ = nullptr;
-};
-
 // One thread's work: a GEMM, a byte histogram and a copy of sizes of its own, on its own stream,
 // each checked against the host after every round. Returns the number of wrong results.
 int thread_rounds(Runtime& rt, int t, int rounds) {
   int wrong = 0;
-  OwnStream stream;
+  detail::Stream stream;
   // GEMM m x n x k, column-major, alpha = 1, beta = 0.
   const std::int64_t m = 61 + 8 * t, n = 47 + 5 * t, k = 33 + 3 * t;
   auto ha = random_vector<float>(std::size_t(m * k), 100 + t);
@@ -93,7 +82,7 @@ int thread_rounds(Runtime& rt, int t, int rounds) {
     rt.histogram(dbytes.as<const std::uint8_t>(), hn, dcounts.as<std::uint32_t>(), false,
                  stream.get());
     rt.copy(ddst.as<float>(), dsrc.as<const float>(), cn, stream.get());
-    stream.sync();
+    stream.synchronize();
     auto c = download<float>(dc.get(), ref.size());
     for (std::size_t i = 0; i < ref.size(); ++i)
       if (!(std::abs(c[i] - ref[i]) <= 1e-4 * (1 + std::abs(ref[i])) * std::sqrt(double(k)))) {
@@ -231,11 +220,11 @@ TEST(RuntimeGpu, CallsProceedWhileAnotherThreadCompiles) {
   Options o;
   o.database = dir.file("compile.db");
   Runtime rt(o);
-  OwnStream stream;
+  detail::Stream stream;
   constexpr std::size_t kN = 4096;
   detail::DeviceBuffer src(kN * 4), dst(kN * 4);
   rt.copy(dst.as<float>(), src.as<const float>(), kN, stream.get());  // resolved and loaded
-  stream.sync();
+  stream.synchronize();
   detail::DeviceBuffer a(64 * 64 * 8), b(64 * 64 * 8), c(64 * 64 * 8);
   std::atomic<bool> compiling{true};
   const std::uint64_t compiles_before = nvrtc_compile_calls();
@@ -246,10 +235,10 @@ TEST(RuntimeGpu, CallsProceedWhileAnotherThreadCompiles) {
   std::thread compiler([&] {
     try {
       use_context_of(context);
-      OwnStream s;
+      detail::Stream s;
       rt.gemm(Layout::kColMajor, Op::kN, Op::kT, 64, 64, 64, 1.0, a.as<const double>(), 64,
               b.as<const double>(), 64, 0.0, c.as<double>(), 64, s.get());
-      s.sync();
+      s.synchronize();
     } catch (const std::exception& e) {
       compiler_error = e.what();
     }
@@ -265,10 +254,10 @@ TEST(RuntimeGpu, CallsProceedWhileAnotherThreadCompiles) {
     worst_ms = std::max(
         worst_ms,
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count());
-    if (++calls % 256 == 0) stream.sync();
+    if (++calls % 256 == 0) stream.synchronize();
   }
   compiler.join();
-  stream.sync();
+  stream.synchronize();
   ASSERT_TRUE(compiler_error.empty()) << compiler_error;
   EXPECT_GE(nvrtc_compile_calls() - compiles_before, 1u) << "the GEMM did not compile";
   std::cout << "[ no lock  ] " << calls << " copies during a " << compile_ms
