@@ -29,6 +29,7 @@
 #include "templates/histogram.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
+#include "tuner/strategy.hpp"
 #include "tuner/thread_pool.hpp"
 #include "tuner/tuner.hpp"
 
@@ -66,7 +67,19 @@ Problem build_problem(const ProblemArgs& a) {
     find_family("histogram").validate(p);
     return p;
   }
+  if (a.family == "faults") return find_family("faults").default_problems().front();
   throw Error(ErrorCode::kInvalidArgument, "unknown family '" + a.family + "'");
+}
+
+// This executable, to start tuning workers with (`ktune __worker <fd>`).
+std::string self_executable() {
+  std::vector<char> buf(4096);
+  const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0)
+    throw Error(ErrorCode::kInternal,
+                "cannot find this executable (/proc/self/exe) to start a tuning worker; "
+                "use --in-process");
+  return std::string(buf.data(), static_cast<std::size_t>(n));
 }
 
 TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
@@ -79,6 +92,7 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.timing.repeats = targs.repeats;
   options.timing.warmup = targs.warmup;
   options.progress = !common.quiet;
+  options.worker.floor_s = targs.timeout_floor;
   return options;
 }
 
@@ -171,6 +185,7 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
     load_presets_if_new(db);  // a new database starts with the shipped results
   }
   TuneOptions options = tune_options(common, targs);
+  if (!targs.in_process) options.worker.command = {self_executable(), "__worker"};
   if (devices.size() > 1) {
     // One worker per GPU: progress lines would overwrite each other, so each problem's summary
     // is printed as it finishes; the compile threads are shared out among the workers.
@@ -219,6 +234,9 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                       << " from earlier runs; stopped: " << s.stop_reason << "; "
                       << fixed(s.seconds, 1) << " s, GPU waited on compiles "
                       << fixed(s.gpu_wait_seconds, 1) << " s\n";
+            if (s.worker_restarts)
+              std::cerr << "ktune: " << who << s.worker_restarts
+                        << " worker(s) restarted after a fault or a timeout\n";
             if (s.crashed_recovered)
               std::cerr << "ktune: " << who << s.crashed_recovered
                         << " candidate(s) left in flight by an earlier run recorded as crashed\n";
@@ -351,8 +369,10 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
   bool any_failed = false;
   constexpr std::size_t kBatch = 24;  // name expressions per NVRTC program
 
-  for (const Family* family : all_families()) {
-    if (!family_name.empty() && family->name() != family_name) continue;
+  // A named family may be a test-only one (faults), which the full check leaves out.
+  const std::vector<const Family*> families =
+      family_name.empty() ? all_families() : std::vector<const Family*>{&find_family(family_name)};
+  for (const Family* family : families) {
     for (const Problem& problem : family->check_problems()) {
       SearchSpace space(*family, problem, limits);
       std::map<std::string, std::vector<const Config*>> by_name;
@@ -426,8 +446,6 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
                    std::to_string(max_regs), std::to_string(usable)});
     }
   }
-  if (summary.empty())
-    throw Error(ErrorCode::kInvalidArgument, "--family: unknown family '" + family_name + "'");
   if (verbose) {
     detail.print(std::cout);
     std::cout << "\n";
@@ -484,7 +502,10 @@ int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
   if (std::find(all_budgets.begin(), all_budgets.end(), target) == all_budgets.end())
     all_budgets.push_back(target);
   std::sort(all_budgets.begin(), all_budgets.end());
-  const auto scores = compare_strategies(rec, {"random", "evolve"}, all_budgets, seeds, lag);
+  // Exhaustive is the reference itself: every other strategy is compared.
+  std::vector<std::string> names = strategy_names();
+  names.erase(std::remove(names.begin(), names.end(), "exhaustive"), names.end());
+  const auto scores = compare_strategies(rec, names, all_budgets, seeds, lag);
   Table t({"strategy", "budget", "median best/optimum", "seeds >= 0.97"});
   for (const auto& s : scores)
     t.add({s.strategy, std::to_string(s.budget) + (s.budget == target ? " (target)" : ""),

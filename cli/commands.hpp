@@ -49,6 +49,8 @@ struct TuneArgs {
   int repeats = 20;
   int warmup = 3;
   unsigned jobs = 0;
+  bool in_process = false;     // measure in this process, not in a worker
+  double timeout_floor = 1.0;  // seconds, host-side limit per launch at least
   std::string devices = "0";  // an ordinal, a list "0,1" or "all": one worker per GPU
   bool defaults = false;  // tune every family's default problems
   // Replay instead of the GPU: the recorded outcomes of run `replay_run` in `replay_from`.

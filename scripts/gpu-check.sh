@@ -42,6 +42,12 @@ for step in "${steps[@]}"; do
     tests)
       run_step gpu-tests "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1
       ;;
+    faults)
+      # The planted-fault family through the command: every fault classified, the run completes.
+      fdb=$(mktemp -d)/faults.db
+      run_step faults-tune "$KTUNE" tune faults --db "$fdb" --strategy exhaustive --max-evals 0
+      run_step faults-rows "$KTUNE" query --db "$fdb" --family faults --all
+      ;;
     tune-elementwise)
       run_step tune-copy-1G "$KTUNE" tune elementwise --op copy --n 1G
       run_step tune-copy-256M "$KTUNE" tune elementwise --op copy --n 256M

@@ -17,6 +17,7 @@ std::string_view find(std::string_view name);
 const Family& elementwise_family();
 const Family& gemm_family();
 const Family& histogram_family();
+const Family& faults_family();
 
 std::string template_source(const std::string& file) {
   std::string_view text = embedded::find(file);
@@ -87,9 +88,12 @@ void Family::check_config(const Config& config) const {
   }
 }
 
-std::vector<const Family*> all_families() { return {&elementwise_family(), &gemm_family(), &histogram_family()}; }
+std::vector<const Family*> all_families() {
+  return {&elementwise_family(), &gemm_family(), &histogram_family()};
+}
 
 const Family& find_family(const std::string& name) {
+  if (name == faults_family().name()) return faults_family();
   std::string known;
   for (const Family* f : all_families()) {
     if (f->name() == name) return *f;

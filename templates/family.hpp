@@ -49,6 +49,8 @@ class Family {
   virtual std::string source_file() const = 0;  // e.g. "elementwise.cuh"
   virtual const std::vector<Param>& params() const = 0;
   virtual std::string metric_unit() const = 0;  // "GB/s" or "TFLOPS"
+  // A family for tests of the tuner itself (planted faults): found by name, never listed.
+  virtual bool test_only() const { return false; }
 
   // Problems that together instantiate every kernel variant (ktune check), and the problems
   // `ktune tune` tunes when none is named.
@@ -108,7 +110,8 @@ class Family {
   mutable std::string hash_;
 };
 
-// Families by name; throws Error(kInvalidArgument) listing the known ones.
+// Families by name (test-only ones included); throws Error(kInvalidArgument) listing the known
+// ones. all_families() lists the families for users: test-only ones are left out.
 const Family& find_family(const std::string& name);
 std::vector<const Family*> all_families();
 

@@ -63,16 +63,24 @@ Measurement Evaluator::evaluate(const Kernel& kernel, const Config& config, std:
   const auto& d = driver();
   CUstream s = stream_.get();
   try {
+    auto phase = [&](EvalPhase p, int launches) {
+      if (on_phase_) on_phase_(p, launches);
+    };
     workload_.prepare(seed, s);
+    // Inputs ready before the watchdog's clock for the candidate starts.
+    check(d.cuStreamSynchronize(s), "cuStreamSynchronize (inputs)");
+    phase(EvalPhase::kRun, 1);
     workload_.run(kernel, config, s);
     CUresult r = d.cuStreamSynchronize(s);
     if (r != CUDA_SUCCESS) check(r, "kernel execution");
+    phase(EvalPhase::kVerify, 0);
     std::string wrong = workload_.verify(s);
     if (!wrong.empty()) {
       m.status = "wrong_result";
       m.message = wrong;
       return m;
     }
+    phase(EvalPhase::kTime, options_.warmup + std::max(1, options_.repeats));
     m.timing = time_on_stream([&](CUstream st) { workload_.run(kernel, config, st); }, s, options_,
                               &flusher_);
     m.metric = metric_of(workload_.work(), m.timing.median_ms, unit_);

@@ -56,11 +56,17 @@ struct Measurement {
 // metric = work / time in the family's unit (GB/s: 1e9 bytes per second; TFLOPS: 1e12 flop/s).
 double metric_of(double work, double median_ms, const std::string& unit);
 
+// Where an evaluation is, for a watchdog in another process: about to run the candidate once,
+// to verify its output (no launch of the candidate), or to time it (`launches` runs).
+enum class EvalPhase { kRun, kVerify, kTime };
+using PhaseCallback = std::function<void(EvalPhase phase, int launches)>;
+
 class Evaluator {
  public:
   Evaluator(const Device& device, Workload& workload, std::string unit, TimingOptions options);
   // Runs the candidate once on fresh data and verifies it; if correct, times it.
   Measurement evaluate(const Kernel& kernel, const Config& config, std::uint64_t seed);
+  void on_phase(PhaseCallback callback) { on_phase_ = std::move(callback); }
 
  private:
   const Device& device_;
@@ -69,6 +75,7 @@ class Evaluator {
   TimingOptions options_;
   detail::Stream stream_;
   L2Flusher flusher_;
+  PhaseCallback on_phase_;
 };
 
 }  // namespace ktune

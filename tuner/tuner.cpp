@@ -22,6 +22,7 @@
 #include "tuner/space.hpp"
 #include "tuner/strategy.hpp"
 #include "tuner/thread_pool.hpp"
+#include "tuner/worker.hpp"
 
 #ifndef KTUNE_VERSION
 #define KTUNE_VERSION "dev"
@@ -79,15 +80,17 @@ class Progress {
 // verifies it on fresh data and times it.
 class GpuRunner final : public CandidateRunner {
  public:
-  GpuRunner(Database& db, const Device& device, const Family& family, const Problem& problem,
-            const TimingOptions& timing, std::uint64_t seed)
+  GpuRunner(Database* db, const Device& device, const Family& family, const Problem& problem,
+            const TimingOptions& timing, std::uint64_t seed, PhaseCallback on_phase)
       : device_(device),
         family_(family),
         problem_(problem),
-        cache_(device, &db),
+        cache_(device, db),
         workload_(family.make_workload(problem, device, cache_)),
         evaluator_(device, *workload_, family.metric_unit(), timing),
-        seed_(seed) {}
+        seed_(seed) {
+    evaluator_.on_phase(std::move(on_phase));
+  }
   const DeviceInfo& device() const override { return device_.info(); }
   bool compiles() const override { return true; }
   Measurement measure(std::size_t index, const Config& config, const CompileResult* compiled,
@@ -166,6 +169,14 @@ class ReplayRunner final : public CandidateRunner {
 
 }  // namespace
 
+std::unique_ptr<CandidateRunner> make_gpu_runner(Database* db, const Device& device,
+                                                 const Family& family, const Problem& problem,
+                                                 const TimingOptions& timing, std::uint64_t seed,
+                                                 PhaseCallback on_phase) {
+  return std::make_unique<GpuRunner>(db, device, family, problem, timing, seed,
+                                     std::move(on_phase));
+}
+
 std::unique_ptr<CandidateRunner> make_replay_runner(const Recording& recording, double delay_ms) {
   return std::make_unique<ReplayRunner>(recording, delay_ms);
 }
@@ -174,7 +185,11 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
                  const TuneOptions& options) {
   family.validate(problem);
   device.make_current();
-  GpuRunner runner(db, device, family, problem, options.timing, options.seed);
+  if (!options.worker.command.empty()) {
+    auto runner = make_worker_runner(device.info(), family, problem, db.path(), options);
+    return tune(db, *runner, family, problem, options);
+  }
+  GpuRunner runner(&db, device, family, problem, options.timing, options.seed, {});
   return tune(db, runner, family, problem, options);
 }
 
@@ -406,6 +421,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     if (r.problem == key) summary.best = r;
   summary.seconds = seconds_since(started);
   summary.compile_seconds = compile_seconds.load();
+  summary.worker_restarts = runner.restarts();
   return summary;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "db/database.hpp"
 #include "runtime/device.hpp"
@@ -18,6 +19,22 @@ namespace ktune {
 class Device;
 class Family;
 
+// Candidates measured in a worker process: a fault or a hang then ends the worker (restarted
+// for the next candidate), not the run.
+struct WorkerOptions {
+  // The worker's command line, to which the socket's descriptor number is appended; the ktune
+  // command runs one as {"/proc/self/exe", "__worker"}. Empty: candidates run in this process,
+  // where a fault loses the CUDA context and stops the run (it resumes when run again).
+  std::vector<std::string> command;
+  // Host-side limit on one launch of a candidate: max(floor, factor x the best time so far);
+  // `first` until a candidate has been timed.
+  double floor_s = 1.0;
+  double factor = 50.0;
+  double first_s = 20.0;
+  // Inputs, the reference check and the worker's start (context, buffers) get this long.
+  double setup_s = 300.0;
+};
+
 struct TuneOptions {
   std::string strategy = "auto";  // auto: exhaustive when the space fits the budget, else evolve
   std::uint64_t seed = 1;
@@ -27,6 +44,7 @@ struct TuneOptions {
   TimingOptions timing;
   bool progress = true;            // a progress line on stderr when it is a terminal
   std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
+  WorkerOptions worker;
 };
 
 struct TuneSummary {
@@ -44,6 +62,7 @@ struct TuneSummary {
   double seconds = 0;
   double compile_seconds = 0;        // summed over compile threads
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
+  int worker_restarts = 0;           // workers replaced after a fault or a timeout
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
 };
 
@@ -61,7 +80,15 @@ class CandidateRunner {
   virtual Measurement measure(std::size_t index, const Config& config,
                               const CompileResult* compiled, const std::string& cache_key,
                               ResultRecord& row) = 0;
+  // Workers started again after a fault or a timeout (0 for a runner in this process).
+  virtual int restarts() const { return 0; }
 };
+
+// Measures in this process on `device` (the database, if any, caches helper kernels).
+std::unique_ptr<CandidateRunner> make_gpu_runner(Database* db, const Device& device,
+                                                 const Family& family, const Problem& problem,
+                                                 const TimingOptions& timing, std::uint64_t seed,
+                                                 PhaseCallback on_phase);
 
 struct Recording;
 // Replays `recording` (its recorded outcome per configuration), after `delay_ms` per candidate

@@ -1,0 +1,520 @@
+// Worker processes for the tuner: spawn, frame protocol, watchdog (parent) and serve loop (worker).
+#include "tuner/worker.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "db/database.hpp"
+#include "ktune/error.hpp"
+#include "runtime/nvrtc.hpp"
+#include "templates/family.hpp"
+#include "tuner/evaluator.hpp"
+#include "tuner/tuner.hpp"
+
+extern char** environ;
+
+namespace ktune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Msg : std::uint32_t {
+  kInit = 1,      // parent -> worker: what to measure and where
+  kMeasure = 2,   // parent -> worker: one compiled candidate
+  kReady = 10,    // worker -> parent: context and buffers made
+  kPhase = 11,    // worker -> parent: EvalPhase and its launches
+  kResult = 12,   // worker -> parent: the Measurement
+  kFailed = 13,   // worker -> parent: an error that is not the candidate's (code, message)
+};
+
+// A frame's payload, written and read in order: integers as 8 bytes, strings length-prefixed.
+class Writer {
+ public:
+  Writer& u64(std::uint64_t v) {
+    append(&v, sizeof v);
+    return *this;
+  }
+  Writer& f64(double v) {
+    append(&v, sizeof v);
+    return *this;
+  }
+  Writer& str(const std::string& s) {
+    u64(s.size());
+    append(s.data(), s.size());
+    return *this;
+  }
+  Writer& bytes(const std::vector<char>& b) {
+    u64(b.size());
+    append(b.data(), b.size());
+    return *this;
+  }
+  const std::string& data() const { return data_; }
+
+ private:
+  void append(const void* p, std::size_t n) { data_.append(static_cast<const char*>(p), n); }
+  std::string data_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& data) : data_(data) {}
+  std::uint64_t u64() {
+    std::uint64_t v;
+    take(&v, sizeof v);
+    return v;
+  }
+  double f64() {
+    double v;
+    take(&v, sizeof v);
+    return v;
+  }
+  std::string str() {
+    const std::uint64_t n = u64();
+    need(n);
+    std::string s = data_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  std::vector<char> bytes() {
+    const std::string s = str();
+    return {s.begin(), s.end()};
+  }
+
+ private:
+  void need(std::uint64_t n) const {
+    if (n > data_.size() - pos_)
+      throw Error(ErrorCode::kInternal, "tuning worker: truncated message");
+  }
+  void take(void* p, std::size_t n) {
+    need(n);
+    std::memcpy(p, data_.data() + pos_, n);
+    pos_ += n;
+  }
+  const std::string& data_;
+  std::size_t pos_ = 0;
+};
+
+// False when the peer is gone. MSG_NOSIGNAL: a dead peer must not kill us with SIGPIPE.
+bool send_frame(int fd, Msg type, const std::string& payload) {
+  std::string frame(12, '\0');
+  const auto t = static_cast<std::uint32_t>(type);
+  const std::uint64_t n = payload.size();
+  std::memcpy(frame.data(), &t, 4);
+  std::memcpy(frame.data() + 4, &n, 8);
+  frame += payload;
+  std::size_t sent = 0;
+  while (sent < frame.size()) {
+    const ssize_t k = ::send(fd, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    sent += static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+bool read_exact(int fd, void* p, std::size_t n) {
+  auto* c = static_cast<char*>(p);
+  while (n > 0) {
+    const ssize_t k = ::read(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    c += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+// nullopt when the peer closed the socket or died.
+std::optional<std::pair<Msg, std::string>> read_frame(int fd) {
+  char header[12];
+  if (!read_exact(fd, header, sizeof header)) return std::nullopt;
+  std::uint32_t t;
+  std::uint64_t n;
+  std::memcpy(&t, header, 4);
+  std::memcpy(&n, header + 4, 8);
+  if (n > (std::uint64_t{1} << 32)) return std::nullopt;  // not our protocol
+  std::string payload(n, '\0');
+  if (n && !read_exact(fd, payload.data(), n)) return std::nullopt;
+  return std::make_pair(static_cast<Msg>(t), std::move(payload));
+}
+
+const char* phase_name(EvalPhase p) {
+  switch (p) {
+    case EvalPhase::kRun:
+      return "first run";
+    case EvalPhase::kVerify:
+      return "check against the reference";
+    case EvalPhase::kTime:
+      return "timed runs";
+  }
+  return "?";
+}
+
+std::string describe_exit(int wstatus) {
+  if (WIFSIGNALED(wstatus)) {
+    const int sig = WTERMSIG(wstatus);
+    return "signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  if (WIFEXITED(wstatus)) return "exit status " + std::to_string(WEXITSTATUS(wstatus));
+  return "status " + std::to_string(wstatus);
+}
+
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+class WorkerRunner final : public CandidateRunner {
+ public:
+  WorkerRunner(const DeviceInfo& device, const Family& family, const Problem& problem,
+               std::string db_path, const TuneOptions& options)
+      : device_(device),
+        family_(family.name()),
+        problem_(problem.key()),
+        db_path_(std::move(db_path)),
+        options_(options) {}
+  ~WorkerRunner() override { stop(); }
+
+  const DeviceInfo& device() const override { return device_; }
+  bool compiles() const override { return true; }
+  int restarts() const override { return starts_ > 0 ? starts_ - 1 : 0; }
+
+  Measurement measure(std::size_t index, const Config& config, const CompileResult* compiled,
+                      const std::string&, ResultRecord& row) override {
+    if (pid_ < 0) start();
+    Writer w;
+    w.u64(index).str(to_string(config)).bytes(compiled->cubin).u64(compiled->lowered_names.size());
+    for (const auto& name : compiled->lowered_names) w.str(name);
+    w.u64(compiled->resources.size());
+    for (const auto& r : compiled->resources)
+      w.str(r.mangled_name)
+          .u64(static_cast<std::uint64_t>(r.registers))
+          .u64(static_cast<std::uint64_t>(r.barriers))
+          .u64(static_cast<std::uint64_t>(r.smem_static))
+          .u64(static_cast<std::uint64_t>(r.stack_frame))
+          .u64(static_cast<std::uint64_t>(r.spill_stores))
+          .u64(static_cast<std::uint64_t>(r.spill_loads));
+    Measurement m;
+    if (!send_frame(fd_, Msg::kMeasure, w.data())) return died("before the candidate was sent");
+
+    std::string phase = "inputs";
+    double limit = options_.worker.setup_s;
+    auto deadline = Clock::now() + seconds(limit);
+    for (;;) {
+      const auto frame = wait_frame(deadline);
+      if (!frame) {
+        if (pid_ < 0) return died("during its " + phase);
+        kill_worker();
+        m.status = status::kTimeout;
+        m.message = "did not finish its " + phase + " within " + fmt_seconds(limit) + " (" +
+                    limit_rule() + "); worker killed";
+        return m;
+      }
+      Reader r(frame->second);
+      switch (frame->first) {
+        case Msg::kPhase: {
+          const auto p = static_cast<EvalPhase>(r.u64());
+          const auto launches = static_cast<int>(r.u64());
+          phase = phase_name(p);
+          limit = p == EvalPhase::kVerify ? options_.worker.setup_s : launch_limit() * launches +
+                                                                         options_.worker.floor_s;
+          deadline = Clock::now() + seconds(limit);
+          break;
+        }
+        case Msg::kResult: {
+          m.status = r.str();
+          m.message = r.str();
+          m.timing.min_ms = r.f64();
+          m.timing.median_ms = r.f64();
+          m.timing.max_ms = r.f64();
+          m.timing.repeats = static_cast<int>(r.u64());
+          m.metric = r.f64();
+          row.registers = static_cast<int>(r.u64());
+          if (r.u64()) {
+            // A sticky error: the worker's context is lost and it exits; the run goes on.
+            reap(std::chrono::seconds(10));
+            m.message += " (worker restarted)";
+          }
+          if (m.status == status::kOk && (best_ms_ == 0 || m.timing.median_ms < best_ms_))
+            best_ms_ = m.timing.median_ms;
+          return m;
+        }
+        case Msg::kFailed: {
+          const auto code = static_cast<ErrorCode>(r.u64());
+          const std::string message = r.str();
+          kill_worker();
+          throw Error(code, "tuning worker: " + message);
+        }
+        default:
+          kill_worker();
+          throw Error(ErrorCode::kInternal, "tuning worker: unexpected message");
+      }
+    }
+  }
+
+ private:
+  static std::chrono::nanoseconds seconds(double s) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
+  }
+  double launch_limit() const {
+    if (best_ms_ <= 0) return options_.worker.first_s;
+    return std::max(options_.worker.floor_s, options_.worker.factor * best_ms_ * 1e-3);
+  }
+
+  std::string limit_rule() const {
+    char buf[160];
+    if (best_ms_ <= 0)
+      std::snprintf(buf, sizeof buf, "%.3g s per launch until a candidate has been timed",
+                    options_.worker.first_s);
+    else
+      std::snprintf(buf, sizeof buf, "per launch max(%.3g s, %.3g x the best time %.4g ms)",
+                    options_.worker.floor_s, options_.worker.factor, best_ms_);
+    return buf;
+  }
+
+  Measurement died(const std::string& when) {
+    Measurement m;
+    const int wstatus = reap(std::chrono::seconds(10));
+    m.status = status::kFault;
+    m.message = "worker died " + when + ": " + describe_exit(wstatus) + " (worker restarted)";
+    return m;
+  }
+
+  // The next frame, or nullopt at the deadline (worker still running) or when the worker is gone
+  // (then pid_ < 0 after reaping it).
+  std::optional<std::pair<Msg, std::string>> wait_frame(Clock::time_point deadline) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{fd_, POLLIN, 0};
+      const int k = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30)));
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) throw Error(ErrorCode::kInternal, std::string("poll: ") + std::strerror(errno));
+      if (k == 0) continue;
+      auto frame = read_frame(fd_);
+      if (!frame) {
+        last_exit_ = reap(std::chrono::seconds(10));
+        return std::nullopt;
+      }
+      return frame;
+    }
+  }
+
+  void start() {
+    const auto& cmd = options_.worker.command;
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      throw Error(ErrorCode::kInternal, std::string("socketpair: ") + std::strerror(errno));
+    // The child's end moves to descriptor 3; from a descriptor above it so that dup2 clears
+    // close-on-exec (a dup2 onto itself would not).
+    const int child_end = ::fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+    ::close(sv[1]);
+    constexpr int kChildFd = 3;
+    std::vector<std::string> args = cmd;
+    args.push_back(std::to_string(kChildFd));
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, child_end, kChildFd);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(child_end);
+    if (rc != 0) {
+      ::close(sv[0]);
+      throw Error(ErrorCode::kInternal,
+                  "cannot start the tuning worker " + cmd.front() + ": " + std::strerror(rc));
+    }
+    pid_ = pid;
+    fd_ = sv[0];
+    ++starts_;
+    Writer w;
+    w.str(family_).str(problem_).u64(static_cast<std::uint64_t>(device_.ordinal)).str(db_path_);
+    w.u64(static_cast<std::uint64_t>(options_.timing.warmup))
+        .u64(static_cast<std::uint64_t>(options_.timing.repeats))
+        .u64(options_.timing.flush_l2 ? 1 : 0)
+        .u64(options_.seed);
+    if (!send_frame(fd_, Msg::kInit, w.data())) {
+      const int ws = reap(std::chrono::seconds(10));
+      throw Error(ErrorCode::kInternal, "the tuning worker exited at start: " + describe_exit(ws));
+    }
+    const auto frame = wait_frame(Clock::now() + seconds(options_.worker.setup_s));
+    if (frame && frame->first == Msg::kReady) return;
+    if (frame && frame->first == Msg::kFailed) {
+      Reader r(frame->second);
+      const auto code = static_cast<ErrorCode>(r.u64());
+      const std::string message = r.str();
+      kill_worker();
+      throw Error(code, message);
+    }
+    const bool gone = pid_ < 0;
+    kill_worker();
+    throw Error(ErrorCode::kInternal,
+                gone ? "the tuning worker exited at start: " + describe_exit(last_exit_)
+                     : "the tuning worker did not start within " +
+                           fmt_seconds(options_.worker.setup_s));
+  }
+
+  // Waits up to `grace` for the worker to exit (it does after a sticky error or EOF), then kills
+  // it. Returns its wait status (0 if there was no worker).
+  int reap(std::chrono::milliseconds grace) {
+    if (fd_ >= 0) ::close(fd_), fd_ = -1;
+    if (pid_ < 0) return last_exit_;
+    int wstatus = 0;
+    const auto until = Clock::now() + grace;
+    for (;;) {
+      const pid_t r = ::waitpid(pid_, &wstatus, WNOHANG);
+      if (r == pid_ || (r < 0 && errno != EINTR)) break;
+      if (Clock::now() >= until) {
+        ::kill(pid_, SIGKILL);
+        while (::waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pid_ = -1;
+    last_exit_ = wstatus;
+    return wstatus;
+  }
+  void kill_worker() {
+    if (pid_ >= 0) ::kill(pid_, SIGKILL);
+    reap(std::chrono::seconds(0));
+  }
+  void stop() {
+    // Closing the socket ends the worker's loop; a worker stuck in a kernel is killed.
+    reap(std::chrono::seconds(5));
+  }
+
+  DeviceInfo device_;
+  std::string family_, problem_, db_path_;
+  TuneOptions options_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  int starts_ = 0;
+  int last_exit_ = 0;
+  double best_ms_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<CandidateRunner> make_worker_runner(const DeviceInfo& device, const Family& family,
+                                                    const Problem& problem,
+                                                    const std::string& db_path,
+                                                    const TuneOptions& options) {
+  if (options.worker.command.empty())
+    throw Error(ErrorCode::kInvalidArgument, "make_worker_runner: no worker command");
+  return std::make_unique<WorkerRunner>(device, family, problem, db_path, options);
+}
+
+int run_tuning_worker(int fd) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) return 1;  // the parent died before we could ask to die with it
+  auto fail = [fd](ErrorCode code, const std::string& message) {
+    Writer w;
+    w.u64(static_cast<std::uint64_t>(code)).str(message);
+    send_frame(fd, Msg::kFailed, w.data());
+    return 1;
+  };
+  auto init = read_frame(fd);
+  if (!init || init->first != Msg::kInit) return 1;
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Database> db;
+  std::unique_ptr<CandidateRunner> runner;
+  std::unique_ptr<Problem> problem;
+  const Family* family = nullptr;
+  try {
+    Reader r(init->second);
+    family = &find_family(r.str());
+    problem = std::make_unique<Problem>(Problem::parse(family->name(), r.str()));
+    const int ordinal = static_cast<int>(r.u64());
+    const std::string db_path = r.str();
+    TimingOptions timing;
+    timing.warmup = static_cast<int>(r.u64());
+    timing.repeats = static_cast<int>(r.u64());
+    timing.flush_l2 = r.u64() != 0;
+    const std::uint64_t seed = r.u64();
+    device = std::make_unique<Device>(ordinal);
+    device->make_current();
+    if (!db_path.empty()) {
+      try {
+        db = std::make_unique<Database>(db_path);
+      } catch (const Error&) {
+        db.reset();  // the helper kernels are then compiled, not read from the cache
+      }
+    }
+    runner = make_gpu_runner(db.get(), *device, *family, *problem, timing, seed,
+                             [fd](EvalPhase p, int launches) {
+                               Writer w;
+                               w.u64(static_cast<std::uint64_t>(p))
+                                   .u64(static_cast<std::uint64_t>(launches));
+                               send_frame(fd, Msg::kPhase, w.data());
+                             });
+  } catch (const Error& e) {
+    return fail(e.code(), e.what());
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::kInternal, e.what());
+  }
+  if (!send_frame(fd, Msg::kReady, {})) return 1;
+
+  for (;;) {
+    auto frame = read_frame(fd);
+    if (!frame) return 0;  // the parent is done
+    if (frame->first != Msg::kMeasure) return fail(ErrorCode::kInternal, "unexpected message");
+    Measurement m;
+    ResultRecord row;
+    try {
+      Reader r(frame->second);
+      const std::size_t index = r.u64();
+      const Config config = parse_config(r.str());
+      CompileResult compiled;
+      compiled.cubin = r.bytes();
+      compiled.lowered_names.resize(r.u64());
+      for (auto& name : compiled.lowered_names) name = r.str();
+      compiled.resources.resize(r.u64());
+      for (auto& res : compiled.resources) {
+        res.mangled_name = r.str();
+        res.registers = static_cast<int>(r.u64());
+        res.barriers = static_cast<int>(r.u64());
+        res.smem_static = static_cast<int>(r.u64());
+        res.stack_frame = static_cast<int>(r.u64());
+        res.spill_stores = static_cast<int>(r.u64());
+        res.spill_loads = static_cast<int>(r.u64());
+      }
+      m = runner->measure(index, config, &compiled, {}, row);
+    } catch (const Error& e) {
+      return fail(e.code(), e.what());
+    } catch (const std::exception& e) {
+      return fail(ErrorCode::kInternal, e.what());
+    }
+    Writer w;
+    w.str(m.status).str(m.message);
+    w.f64(m.timing.min_ms).f64(m.timing.median_ms).f64(m.timing.max_ms);
+    w.u64(static_cast<std::uint64_t>(m.timing.repeats)).f64(m.metric);
+    w.u64(static_cast<std::uint64_t>(row.registers)).u64(m.context_lost ? 1 : 0);
+    if (!send_frame(fd, Msg::kResult, w.data())) return 0;
+    // After a sticky error this process can run nothing more on the GPU: exit; the parent
+    // starts a fresh worker for the next candidate.
+    if (m.context_lost) return 0;
+  }
+}
+
+}  // namespace ktune
