@@ -106,7 +106,8 @@ int tune_replay(const Common& common, const TuneArgs& targs) {
   auto runner = make_replay_runner(recording, targs.replay_delay_ms);
   TuneSummary s = tune(db, *runner, family, problem, tune_options(common, targs));
   std::cout << family.name() << " " << s.problem << " (replayed from " << targs.replay_from
-            << " run " << targs.replay_run << "): " << s.evaluated << " evaluated, "
+            << " run " << targs.replay_run << "): run " << s.run_id << ", " << s.evaluated
+            << " evaluated, "
             << s.already_done << " from earlier runs, " << s.crashed_recovered
             << " recovered as crashed; stopped: " << s.stop_reason << "\n";
   return s.best ? kExitOk : kExitFailed;
@@ -228,12 +229,16 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
         {
           std::lock_guard lock(output);
           if (!common.quiet) {
-            std::cerr << "ktune: " << who << family->name() << " " << s.problem << ": "
-                      << s.evaluated << " evaluated (" << s.ok << " ok, " << s.failed
+            std::cerr << "ktune: " << who << family->name() << " " << s.problem << ": run "
+                      << s.run_id << ", " << s.evaluated << " evaluated (" << s.ok << " ok, " << s.failed
                       << " failed), " << s.already_done
                       << " from earlier runs; stopped: " << s.stop_reason << "; "
-                      << fixed(s.seconds, 1) << " s, GPU waited on compiles "
-                      << fixed(s.gpu_wait_seconds, 1) << " s\n";
+                      << fixed(s.seconds, 1) << " s; " << s.compiled << " compiles on "
+                      << s.compile_threads << " threads ("
+                      << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1)
+                      << " per s), GPU waited on compiles " << fixed(s.gpu_wait_seconds, 1)
+                      << " s (" << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
+                      << "% of the run)\n";
             if (s.worker_restarts)
               std::cerr << "ktune: " << who << s.worker_restarts
                         << " worker(s) restarted after a fault or a timeout\n";
@@ -332,6 +337,7 @@ int cmd_query(const Common& common, const std::string& family, const std::string
                      {"registers", r.registers},
                      {"spill_bytes", r.spill_bytes},
                      {"origin", r.origin},
+                     {"run_id", r.run_id},
                      {"created_at", r.created_at},
                      {"message", r.message}});
     }

@@ -72,6 +72,9 @@ int cmd_bench(const Common& common, const std::string& family, const std::string
               const std::string& shape = "", const std::string& op = "nn");
 
 // ktune strategies --replay RUN: strategies compared on a recorded run (no GPU).
+// Writes an SVG of run `run` (best so far against evaluations and wall time) to `output`
+// (default run-<id>.svg) and prints a summary.
+int cmd_report(const Common& common, std::int64_t run, const std::string& output);
 int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
                    const std::vector<std::size_t>& budgets, std::size_t lag,
                    const std::string& csv);

@@ -213,6 +213,16 @@ int main(int argc, char** argv) {
                   "compile the whole space; by default a family with a large space (gemm) "
                   "compiles every tile shape and every code path, not every combination");
 
+  std::int64_t report_run = 0;
+  std::string report_output;
+  auto* report = app.add_subcommand(
+      "report", "plot a tuning run as SVG: best so far against evaluations and wall time");
+  add_common(report, common, false);
+  report->add_option("run", report_run, "run id (printed by ktune tune; ktune query --all --json)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  report->add_option("-o,--output", report_output, "SVG file to write (default: run-<id>.svg)");
+
   std::int64_t replay_run = 0;
   std::size_t replay_seeds = 30, replay_lag = 32;
   std::vector<std::size_t> replay_budgets = {25, 50, 100, 200};
@@ -360,7 +370,7 @@ int main(int argc, char** argv) {
     // A misspelt command reaches CLI11 as a missing subcommand; name the word the user typed.
     if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty())
       message = "unknown command '" + std::string(argv[1]) +
-                "' (devices, tune, query, check, explain, bench, strategies, db)";
+                "' (devices, tune, query, check, explain, bench, strategies, report, db)";
     else if (db_cmd->parsed() && db_cmd->get_subcommands().empty())
       message = "db: " + message + " (export, import, merge, prune, check)";
     std::cerr << "ktune: " << message
@@ -389,6 +399,7 @@ int main(int argc, char** argv) {
     if (check->parsed())
       return cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive);
     if (explain->parsed()) return cmd_explain(common, explain_family, explain_problem);
+    if (report->parsed()) return cmd_report(common, report_run, report_output);
     if (strategies->parsed())
       return cmd_strategies(common, replay_run, replay_seeds, replay_budgets, replay_lag,
                             replay_csv);

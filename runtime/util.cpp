@@ -2,6 +2,7 @@
 #include "runtime/util.hpp"
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <limits>
@@ -104,12 +105,35 @@ std::string format_count(std::uint64_t n) {
 }
 
 std::string utc_now() {
-  std::time_t t = std::time(nullptr);
+  // Milliseconds, so that a run's rows can be placed on a time axis (ktune report).
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  char buf[40];
+  const std::size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof(buf) - n, ".%03dZ", static_cast<int>(ms));
   return buf;
+}
+
+std::optional<double> parse_utc(std::string_view text) {
+  std::tm tm{};
+  int ms = 0;
+  char z = 0;
+  const std::string s(text);
+  const int fields = std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon,
+                                 &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec);
+  if (fields != 6 || s.size() < 20) return std::nullopt;
+  if (s[19] == '.') {
+    if (std::sscanf(s.c_str() + 20, "%3d%c", &ms, &z) != 2 || z != 'Z') return std::nullopt;
+  } else if (s[19] != 'Z') {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + ms / 1000.0;
 }
 
 std::vector<std::string> split(std::string_view text, char sep) {

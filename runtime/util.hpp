@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,9 @@ std::string format_bytes(double bytes);
 std::string format_count(std::uint64_t n);
 
 // ISO 8601 UTC time stamp, e.g. "2026-11-21T22:15:03Z".
-std::string utc_now();
+std::string utc_now();  // "2026-11-22T00:12:20.123Z"
+// Seconds since the epoch of a time utc_now() wrote (with or without milliseconds), or nullopt.
+std::optional<double> parse_utc(std::string_view text);
 
 std::vector<std::string> split(std::string_view text, char sep);
 std::string trim(std::string_view text);

@@ -40,10 +40,12 @@ Recording load_recording(Database& db, std::int64_t run_id) {
                 *device,
                 {},
                 {},
+                {},
                 0,
                 0};
   rec.time_ms.assign(rec.space.size(), std::nullopt);
   rec.status.assign(rec.space.size(), "");
+  rec.metric.assign(rec.space.size(), 0.0);
   ResultFilter f;
   f.family = run->family;
   f.problem = run->problem;
@@ -62,6 +64,7 @@ Recording load_recording(Database& db, std::int64_t run_id) {
     rec.status[i] = row.status;
     if (row.status == status::kOk && row.time_median_ms > 0) {
       rec.time_ms[i] = row.time_median_ms;
+      rec.metric[i] = row.metric;
       if (best == 0 || row.time_median_ms < best) best = row.time_median_ms;
     }
   }

@@ -24,6 +24,7 @@ struct Recording {
   DeviceRecord device_record;
   std::vector<std::optional<double>> time_ms;  // per space index; nullopt: failed or not measured
   std::vector<std::string> status;             // per space index; "" when not measured
+  std::vector<double> metric;                  // per space index; 0 when not measured ok
   std::size_t measured = 0;                    // indices with a row (ok or not)
   double best_ms = 0;                          // the exhaustive optimum among the measured
 };

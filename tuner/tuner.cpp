@@ -154,6 +154,7 @@ class ReplayRunner final : public CandidateRunner {
       m.status = status::kOk;
       m.timing.min_ms = m.timing.median_ms = m.timing.max_ms = *recording_.time_ms[index];
       m.timing.repeats = 1;
+      m.metric = recording_.metric.at(index);
     } else {
       m.status = recorded.empty() ? status::kInvalid : recorded;
       m.message = recorded.empty() ? "not in the recording" : "replayed outcome";
@@ -292,6 +293,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       options.max_evals ? std::min(options.max_evals, remaining) : remaining;
   std::size_t proposed = 0;
   std::atomic<double> compile_seconds{0};
+  std::atomic<std::size_t> compiled{0};
 
   auto refill = [&] {
     while (queue.size() < pipeline_window(window, summary.evaluated) && proposed < planned) {
@@ -311,7 +313,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         continue;
       }
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);
-      queue.push_back({*next, pool.submit([request = std::move(request), &compile_seconds] {
+      queue.push_back({*next, pool.submit([request = std::move(request), &compile_seconds,
+                                           &compiled] {
                          CompileOutcome out;
                          out.key = compile_cache_key(request);
                          auto t0 = Clock::now();
@@ -321,6 +324,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
                            out.error = e.what();
                            out.details = e.details();
                          }
+                         ++compiled;
                          double s = seconds_since(t0);
                          double cur = compile_seconds.load();
                          while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
@@ -421,6 +425,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     if (r.problem == key) summary.best = r;
   summary.seconds = seconds_since(started);
   summary.compile_seconds = compile_seconds.load();
+  summary.compiled = compiled.load();
+  summary.compile_threads = pool.size();
   summary.worker_restarts = runner.restarts();
   return summary;
 }

@@ -61,6 +61,8 @@ struct TuneSummary {
   std::string stop_reason;    // space exhausted, evaluation budget, time budget, context lost
   double seconds = 0;
   double compile_seconds = 0;        // summed over compile threads
+  std::size_t compiled = 0;          // NVRTC compiles (candidates proposed, run or not)
+  std::size_t compile_threads = 0;
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
   int worker_restarts = 0;           // workers replaced after a fault or a timeout
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)

@@ -1,11 +1,15 @@
 // Host tests: the ktune command's parsing, exit codes and messages; ktune check for sm_90.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "db/database.hpp"
 #include "run_cli.hpp"
 #include "runtime/driver.hpp"
+#include "synthetic_recording.hpp"
 
 namespace ktune {
 namespace {
@@ -108,6 +112,46 @@ TEST(Cli, CheckCompilesEveryVariantOfEveryFamilyForSm90) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("all kernels compile"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("elementwise"), std::string::npos) << r.out;
+}
+
+// The run is a replay of a synthetic recording (standing in for GPU measurements), paced at 2 ms
+// per candidate so that its rows spread over a time axis.
+TEST(Cli, ReportPlotsARunAsSvg) {
+  testing::TempDir dir;
+  std::int64_t recorded = 0;
+  {
+    Database db(dir.file("rec.db"));
+    recorded = testing::record_synthetic(db, "align=16;dtype=f32;n=1048576;op=copy");
+  }
+  auto tuned = run_cli({"tune", "--db", dir.file("run.db"), "--replay-from", dir.file("rec.db"),
+                        "--replay", std::to_string(recorded), "--replay-delay-ms", "2",
+                        "--strategy", "random", "--max-evals", "60"});
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.err;
+  ASSERT_NE(tuned.out.find("run 1,"), std::string::npos) << tuned.out;
+  const std::string svg_path = dir.file("run.svg");
+  auto r = run_cli({"report", "1", "--db", dir.file("run.db"), "-o", svg_path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("60 ("), std::string::npos) << r.out;  // evaluations with status counts
+  EXPECT_NE(r.out.find("within 3% of it"), std::string::npos) << r.out;
+  std::ifstream in(svg_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string svg = text.str();
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '<') - std::count(svg.begin(), svg.end(), '>'), 0);
+  // Two best-so-far lines (evaluations, wall time) and one dot per ok candidate in each panel.
+  std::size_t lines = 0, dots = 0;
+  for (std::size_t p = 0; (p = svg.find("<polyline", p)) != std::string::npos; ++p) ++lines;
+  for (std::size_t p = 0; (p = svg.find("<circle", p)) != std::string::npos; ++p) ++dots;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_GT(dots, 2u * 50);
+  EXPECT_EQ(dots % 2, 0u);
+  EXPECT_NE(svg.find("seconds since the run started"), std::string::npos);
+
+  auto missing = run_cli({"report", "99", "--db", dir.file("run.db")});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("no run 99"), std::string::npos) << missing.err;
 }
 
 }  // namespace
