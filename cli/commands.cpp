@@ -88,6 +88,7 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.seed = targs.seed;
   options.max_evals = targs.max_evals;
   options.max_seconds = targs.max_seconds;
+  options.patience = targs.patience;
   options.compile_threads = targs.jobs;
   options.timing.repeats = targs.repeats;
   options.timing.warmup = targs.warmup;

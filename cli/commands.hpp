@@ -46,6 +46,7 @@ struct TuneArgs {
   std::uint64_t seed = 1;
   std::size_t max_evals = 400;
   double max_seconds = 0;
+  std::size_t patience = 0;
   int repeats = 20;
   int warmup = 3;
   unsigned jobs = 0;

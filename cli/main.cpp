@@ -100,6 +100,11 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--max-seconds", t.max_seconds, "wall time budget of this run (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app->add_option("--patience", t.patience,
+                  "stop after this many evaluations in a row without a new best at least 0.5% "
+                  "faster (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app->add_option("--repeats", t.repeats, "timed runs per candidate (median reported)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

@@ -266,7 +266,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   run.strategy = strategy_name;
   run.seed = static_cast<std::int64_t>(options.seed);
   run.budget = "max_evals=" + std::to_string(options.max_evals) +
-               ",max_seconds=" + std::to_string(options.max_seconds);
+               ",max_seconds=" + std::to_string(options.max_seconds) +
+               (options.patience ? ",patience=" + std::to_string(options.patience) : "");
   run.gpu_ordinal = runner.compiles() ? runner.device().ordinal : -1;
   run.gpu_uuid = runner.device().uuid;
   summary.run_id = db.begin_run(run);
@@ -336,6 +337,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
 
   Progress progress(options.progress, family.name() + " " + key);
   std::optional<ResultRecord> best_this_run;
+  std::size_t since_improvement = 0;  // evaluations since the best of this run last improved
   summary.stop_reason = "space exhausted";
   refill();
   while (!queue.empty()) {
@@ -405,8 +407,12 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     }
     strategy->observe(pending.index, observed);
     ++summary.evaluated;
+    ++since_improvement;
     if (observed) {
       ++summary.ok;
+      // Timing noise is not progress: only a new best faster by 0.5% resets the patience.
+      if (!best_this_run || row.time_median_ms < best_this_run->time_median_ms * 0.995)
+        since_improvement = 0;
       if (!best_this_run || row.time_median_ms < best_this_run->time_median_ms) best_this_run = row;
     } else {
       ++summary.failed;
@@ -414,6 +420,11 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     progress.update(summary.evaluated, planned, best_this_run, seconds_since(started));
     if (queue.empty() && proposed >= planned && planned < remaining)
       summary.stop_reason = "evaluation budget";
+    if (options.patience > 0 && since_improvement >= options.patience) {
+      summary.stop_reason = "no improvement in " + std::to_string(options.patience) +
+                            " evaluations";
+      break;
+    }
   }
   progress.finish();
   // Let outstanding compiles finish before the pool and the queue go away.

@@ -40,6 +40,8 @@ struct TuneOptions {
   std::uint64_t seed = 1;
   std::size_t max_evals = 400;   // 0: no limit
   double max_seconds = 0;        // 0: no limit
+  // Stop after this many evaluations in a row without a new best 0.5% faster (0: no limit).
+  std::size_t patience = 0;
   unsigned compile_threads = 0;  // 0: one per hardware thread
   TimingOptions timing;
   bool progress = true;            // a progress line on stderr when it is a terminal

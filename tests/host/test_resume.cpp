@@ -8,12 +8,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "run_cli.hpp"
 #include "synthetic_recording.hpp"
 #include "temp_dir.hpp"
+#include "tuner/replay.hpp"
+#include "tuner/tuner.hpp"
 
 extern char** environ;
 
@@ -107,6 +110,39 @@ TEST(Resume, KilledWithSigkillMidRunThenResumed) {
   EXPECT_EQ(done.rows, static_cast<long long>(space_size));
   EXPECT_EQ(done.in_flight, 0);
   EXPECT_EQ(done.crashed, killed.in_flight);
+}
+
+// The "no improvement in N" budget: the run stops exactly N evaluations after the last new best
+// that was 0.5% faster, and says so.
+TEST(Budgets, PatienceStopsAfterNEvaluationsWithoutImprovement) {
+  testing::TempDir dir;
+  Database source(dir.file("rec.db"));
+  const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
+  const Recording rec = load_recording(source, testing::record_synthetic(source, key));
+  Database db(dir.file("run.db"));
+  auto runner = make_replay_runner(rec, 0);
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 0;
+  o.patience = 25;
+  o.progress = false;
+  const TuneSummary s =
+      tune(db, *runner, find_family("elementwise"), Problem::parse("elementwise", key), o);
+  EXPECT_EQ(s.stop_reason, "no improvement in 25 evaluations");
+  ASSERT_LT(s.evaluated, rec.space.size());
+  ResultFilter f;
+  f.run_id = s.run_id;
+  auto rows = db.results(f);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  ASSERT_EQ(rows.size(), s.evaluated);
+  std::size_t last_improvement = 0;
+  double best = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].status != status::kOk) continue;
+    if (best == 0 || rows[i].time_median_ms < best * 0.995) last_improvement = i + 1;
+    if (best == 0 || rows[i].time_median_ms < best) best = rows[i].time_median_ms;
+  }
+  EXPECT_EQ(s.evaluated, last_improvement + 25);
 }
 
 }  // namespace
