@@ -85,11 +85,11 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
 void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--strategy", t.strategy,
                   "search strategy: auto (exhaustive when the space fits --max-evals, else "
-                  "evolve), exhaustive, random, evolve (mutations of the best found so far), "
+                  "model), exhaustive, random, evolve (mutations of the best found so far), "
                   "anneal (simulated annealing), genetic (crossover of the best found so far), "
                   "model (a random forest predicts the time of untried configurations)")
-      ->check(CLI::IsMember({"auto", "exhaustive", "random", "evolve", "anneal", "genetic",
-                             "model"}))
+      ->check(
+          CLI::IsMember({"auto", "exhaustive", "random", "evolve", "anneal", "genetic", "model"}))
       ->capture_default_str();
   app->add_option("--seed", t.seed, "seed of the strategy and of the random inputs")
       ->check(CLI::NonNegativeNumber)

@@ -48,6 +48,28 @@ for step in "${steps[@]}"; do
       run_step faults-tune "$KTUNE" tune faults --db "$fdb" --strategy exhaustive --max-evals 0
       run_step faults-rows "$KTUNE" query --db "$fdb" --family faults --all
       ;;
+    kill-resume)
+      # kill -9 of a GPU tuning run with candidates in a worker: no worker may outlive it, and
+      # the same command resumes (the candidate in flight recorded as crashed).
+      krdb=$(mktemp -d)/kill.db
+      "$KTUNE" tune gemm --dtype f32 --shape 2048x2048x2048 --db "$krdb" --max-evals 150 \
+        > "$LOGS/kill-first.log" 2>&1 &
+      victim=$!
+      sleep 15
+      kill -9 "$victim"
+      wait "$victim" 2>/dev/null
+      sleep 2
+      left=$(pgrep -f "ktune __worker" | wc -l)
+      note "kill-resume: workers alive 2 s after kill -9 of the tuner: $left"
+      run_step kill-resume "$KTUNE" tune gemm --dtype f32 --shape 2048x2048x2048 --db "$krdb" --max-evals 150
+      python3 - "$krdb" <<'PY' 2>&1 | tee "$LOGS/kill-resume-rows.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("runs:", db.execute("SELECT id, status FROM runs ORDER BY id").fetchall())
+print("rows by status:", db.execute("SELECT status, count(*) FROM results GROUP BY status").fetchall())
+print("distinct configs:", db.execute("SELECT count(DISTINCT config), count(*) FROM results").fetchone())
+PY
+      ;;
     tune-elementwise)
       run_step tune-copy-1G "$KTUNE" tune elementwise --op copy --n 1G
       run_step tune-copy-256M "$KTUNE" tune elementwise --op copy --n 256M

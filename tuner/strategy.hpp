@@ -27,7 +27,8 @@ class Strategy {
   virtual void observe(std::size_t index, std::optional<double> time_ms) = 0;
 };
 
-// "exhaustive", "random" or "evolve"; `done` are indices already evaluated (never proposed again).
+// "exhaustive", "random", "evolve", "anneal", "genetic" or "model"; `done` are indices already
+// evaluated (never proposed again).
 // Deterministic for a given seed. Throws Error(kInvalidArgument) for an unknown name.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,
                                         std::uint64_t seed, const std::vector<bool>& done);

@@ -225,7 +225,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::string strategy_name = options.strategy;
   if (strategy_name == "auto")
     strategy_name =
-        options.max_evals == 0 || space.size() <= options.max_evals ? "exhaustive" : "evolve";
+        options.max_evals == 0 || space.size() <= options.max_evals ? "exhaustive" : "model";
   summary.strategy = strategy_name;
   auto strategy = make_strategy(strategy_name, space, options.seed, done);
 

@@ -36,7 +36,7 @@ struct WorkerOptions {
 };
 
 struct TuneOptions {
-  std::string strategy = "auto";  // auto: exhaustive when the space fits the budget, else evolve
+  std::string strategy = "auto";  // auto: exhaustive when the space fits the budget, else model
   std::uint64_t seed = 1;
   std::size_t max_evals = 400;   // 0: no limit
   double max_seconds = 0;        // 0: no limit
