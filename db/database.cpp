@@ -571,15 +571,14 @@ int Database::mark_crashed(std::int64_t device_id, const std::string& family,
                            const std::string& template_hash, const std::string& problem) {
   try {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    // Runs that still measure these rows: begun and not finished by this process, or owned by
-    // another process of this host that is alive. Their rows in flight are not crashed.
-    std::vector<std::int64_t> alive;
+    // Runs of this problem that still measure: begun and not finished by this process, or owned
+    // by another process of this host that is alive. Their rows in flight are not crashed; the
+    // other runs left 'running' died with their process and are marked aborted.
+    std::vector<std::int64_t> alive, dead;
     {
       SQLite::Statement runs(*db_,
-                             "SELECT DISTINCT r.run_id, u.host, u.pid FROM results r JOIN runs u "
-                             "ON u.id = r.run_id WHERE r.status='in_flight' AND r.device_id=? AND "
-                             "r.family=? AND r.template_hash=? AND r.problem=? AND "
-                             "u.status='running'");
+                             "SELECT id, host, pid FROM runs WHERE status='running' AND "
+                             "device_id=? AND family=? AND template_hash=? AND problem=?");
       runs.bind(1, static_cast<std::int64_t>(device_id));
       runs.bind(2, family);
       runs.bind(3, template_hash);
@@ -597,8 +596,16 @@ int Database::mark_crashed(std::int64_t device_id, const std::string& family,
                    runs.getColumn(1).getString() == here) {
           live = kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
         }
-        if (live) alive.push_back(id);
+        (live ? alive : dead).push_back(id);
       }
+    }
+    for (const std::int64_t id : dead) {
+      SQLite::Statement q(*db_,
+                          "UPDATE runs SET status='aborted', finished_at=? WHERE id=? AND "
+                          "status='running'");
+      q.bind(1, utc_now());
+      q.bind(2, static_cast<std::int64_t>(id));
+      q.exec();
     }
     std::string sql =
         "UPDATE results SET status='crashed', message='the process died while this candidate ran' "

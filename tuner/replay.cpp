@@ -77,11 +77,12 @@ double replay_best(const Recording& r, const std::string& strategy, std::uint64_
   auto st = make_strategy(strategy, r.space, seed, std::vector<bool>(r.space.size(), false));
   std::deque<std::size_t> in_flight;
   double best = 0;
-  std::size_t evaluated = 0;
+  std::size_t evaluated = 0, proposed = 0;
   while (evaluated < budget) {
-    while (in_flight.size() < pipeline_window(lag, evaluated)) {
+    while (in_flight.size() < pipeline_window(lag, evaluated, proposed, st->blind_proposals())) {
       auto i = st->propose();
       if (!i) break;
+      ++proposed;
       in_flight.push_back(*i);
     }
     if (in_flight.empty()) break;

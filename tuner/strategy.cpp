@@ -31,6 +31,7 @@ class OrderedStrategy : public Strategy {
     return std::nullopt;
   }
   void observe(std::size_t, std::optional<double>) override {}
+  std::size_t blind_proposals() const override { return order_.size(); }  // a fixed order
   void seed(std::size_t index) override {
     if (index < done_.size()) done_[index] = true;
   }
@@ -57,6 +58,7 @@ class EvolveStrategy : public Strategy {
     warmup_ = std::min<std::size_t>(16, std::max<std::size_t>(4, space.size() / 50));
   }
   std::string name() const override { return "evolve"; }
+  std::size_t blind_proposals() const override { return warmup_; }
 
   std::optional<std::size_t> propose() override {
     if (taken_count_ >= space_.size()) return std::nullopt;
@@ -288,6 +290,7 @@ class AnnealStrategy : public AdaptiveStrategy {
  public:
   using AdaptiveStrategy::AdaptiveStrategy;
   std::string name() const override { return "anneal"; }
+  std::size_t blind_proposals() const override { return kWarmup; }
 
   void observe(std::size_t index, std::optional<double> time_ms) override {
     // A failure is infinitely slow: never accepted, and it counts toward a restart.
@@ -343,6 +346,7 @@ class GeneticStrategy : public AdaptiveStrategy {
  public:
   using AdaptiveStrategy::AdaptiveStrategy;
   std::string name() const override { return "genetic"; }
+  std::size_t blind_proposals() const override { return kPopulation; }
 
   void observe(std::size_t index, std::optional<double> time_ms) override {
     if (!time_ms || *time_ms <= 0) return;
@@ -521,6 +525,7 @@ class ModelStrategy : public AdaptiveStrategy {
  public:
   using AdaptiveStrategy::AdaptiveStrategy;
   std::string name() const override { return "model"; }
+  std::size_t blind_proposals() const override { return kWarmup; }
 
   void observe(std::size_t index, std::optional<double> time_ms) override {
     rows_.push_back(index);

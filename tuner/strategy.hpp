@@ -25,6 +25,9 @@ class Strategy {
   virtual void seed(std::size_t index) = 0;
   // The outcome of a proposed candidate: its median time, or nullopt if it failed.
   virtual void observe(std::size_t index, std::optional<double> time_ms) = 0;
+  // How many first proposals depend on no result (a random warm-up, a fixed order): the tuner
+  // may have them all in flight at once without costing the strategy any information.
+  virtual std::size_t blind_proposals() const { return 0; }
 };
 
 // "exhaustive", "random", "evolve", "anneal", "genetic" or "model"; `done` are indices already
@@ -34,12 +37,15 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
                                         std::uint64_t seed, const std::vector<bool>& done);
 std::vector<std::string> strategy_names();
 
-// Candidates the tuner keeps proposed ahead of the results (compiling or queued): small at first,
-// so that an adaptive strategy sees results early, growing to `full` (2 per compile thread) once
-// it has some, so that the compile pool keeps the GPU fed.
-inline std::size_t pipeline_window(std::size_t full, std::size_t results) {
+// Candidates the tuner keeps proposed ahead of the results (compiling or queued): all of `full`
+// (2 per compile thread) while the strategy makes its blind proposals, so that the compile pool
+// starts at full speed; then 8, growing with the results, so that an adaptive strategy sees
+// results before it proposes much, up to `full` so that the compile pool keeps the GPU fed.
+inline std::size_t pipeline_window(std::size_t full, std::size_t results, std::size_t proposed,
+                                   std::size_t blind) {
+  if (proposed < blind) return std::max<std::size_t>(1, full);
   constexpr std::size_t kFirst = 8;
-  return std::max<std::size_t>(1, std::min(full, kFirst + results / 8));
+  return std::max<std::size_t>(1, std::min(full, kFirst + results / 4));
 }
 
 }  // namespace ktune

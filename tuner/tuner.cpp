@@ -292,18 +292,21 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   const std::size_t remaining = space.size() - summary.already_done;
   const std::size_t planned =
       options.max_evals ? std::min(options.max_evals, remaining) : remaining;
-  std::size_t proposed = 0;
+  std::size_t proposed = 0, strategy_proposed = 0;
   std::atomic<double> compile_seconds{0};
   std::atomic<std::size_t> compiled{0};
 
   auto refill = [&] {
-    while (queue.size() < pipeline_window(window, summary.evaluated) && proposed < planned) {
+    while (queue.size() < pipeline_window(window, summary.evaluated, strategy_proposed,
+                                          strategy->blind_proposals()) &&
+           proposed < planned) {
       std::optional<std::size_t> next;
       if (!seeds.empty()) {
         next = seeds.front();
         seeds.pop_front();
       } else {
         next = strategy->propose();
+        strategy_proposed += next.has_value();
       }
       if (!next) break;
       ++proposed;

@@ -188,7 +188,11 @@ class WorkerRunner final : public CandidateRunner {
         family_(family.name()),
         problem_(problem.key()),
         db_path_(std::move(db_path)),
-        options_(options) {}
+        options_(options) {
+    // Started now, so that the worker makes its context and buffers while the first candidates
+    // compile; measure() waits for it to be ready.
+    launch();
+  }
   ~WorkerRunner() override { stop(); }
 
   const DeviceInfo& device() const override { return device_; }
@@ -197,7 +201,8 @@ class WorkerRunner final : public CandidateRunner {
 
   Measurement measure(std::size_t index, const Config& config, const CompileResult* compiled,
                       const std::string&, ResultRecord& row) override {
-    if (pid_ < 0) start();
+    if (pid_ < 0) launch();
+    if (!ready_) await_ready();
     Writer w;
     w.u64(index).str(to_string(config)).bytes(compiled->cubin).u64(compiled->lowered_names.size());
     for (const auto& name : compiled->lowered_names) w.str(name);
@@ -316,7 +321,8 @@ class WorkerRunner final : public CandidateRunner {
     }
   }
 
-  void start() {
+  // Spawns a worker and sends it the problem; await_ready() collects its answer.
+  void launch() {
     const auto& cmd = options_.worker.command;
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -352,12 +358,20 @@ class WorkerRunner final : public CandidateRunner {
         .u64(static_cast<std::uint64_t>(options_.timing.repeats))
         .u64(options_.timing.flush_l2 ? 1 : 0)
         .u64(options_.seed);
-    if (!send_frame(fd_, Msg::kInit, w.data())) {
+    ready_ = false;
+    init_sent_ = send_frame(fd_, Msg::kInit, w.data());
+  }
+
+  void await_ready() {
+    if (!init_sent_) {
       const int ws = reap(std::chrono::seconds(10));
       throw Error(ErrorCode::kInternal, "the tuning worker exited at start: " + describe_exit(ws));
     }
     const auto frame = wait_frame(Clock::now() + seconds(options_.worker.setup_s));
-    if (frame && frame->first == Msg::kReady) return;
+    if (frame && frame->first == Msg::kReady) {
+      ready_ = true;
+      return;
+    }
     if (frame && frame->first == Msg::kFailed) {
       Reader r(frame->second);
       const auto code = static_cast<ErrorCode>(r.u64());
@@ -392,6 +406,7 @@ class WorkerRunner final : public CandidateRunner {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     pid_ = -1;
+    ready_ = false;
     last_exit_ = wstatus;
     return wstatus;
   }
@@ -411,6 +426,8 @@ class WorkerRunner final : public CandidateRunner {
   int fd_ = -1;
   int starts_ = 0;
   int last_exit_ = 0;
+  bool init_sent_ = false;
+  bool ready_ = false;
   double best_ms_ = 0;
 };
 

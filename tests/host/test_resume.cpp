@@ -25,7 +25,8 @@ namespace {
 
 // Rows and their statuses, read with the plain SQLite API (as another process would).
 struct Counts {
-  long long rows = 0, in_flight = 0, crashed = 0, unreadable = 0;
+  long long rows = 0, in_flight = 0, crashed = 0, unreadable = 0, running_runs = 0,
+            aborted_runs = 0;
   std::string integrity;
 };
 
@@ -54,6 +55,8 @@ Counts count(const std::string& path) {
   c.rows = number("SELECT count(*) FROM results");
   c.in_flight = number("SELECT count(*) FROM results WHERE status = 'in_flight'");
   c.crashed = number("SELECT count(*) FROM results WHERE status = 'crashed'");
+  c.running_runs = number("SELECT count(*) FROM runs WHERE status = 'running'");
+  c.aborted_runs = number("SELECT count(*) FROM runs WHERE status = 'aborted'");
   c.integrity = scalar("PRAGMA integrity_check");
   sqlite3_close(db);
   return c;
@@ -97,6 +100,7 @@ TEST(Resume, KilledWithSigkillMidRunThenResumed) {
   EXPECT_GE(killed.rows, 300);
   EXPECT_LT(killed.rows, static_cast<long long>(space_size));
   EXPECT_LE(killed.in_flight, 1);  // at most the candidate that was running
+  EXPECT_EQ(killed.running_runs, 1);
 
   // The same command resumes: the candidate in flight is recorded as crashed, not retried, and
   // everything else of the space is evaluated exactly once.
@@ -110,6 +114,9 @@ TEST(Resume, KilledWithSigkillMidRunThenResumed) {
   EXPECT_EQ(done.rows, static_cast<long long>(space_size));
   EXPECT_EQ(done.in_flight, 0);
   EXPECT_EQ(done.crashed, killed.in_flight);
+  // The killed run is closed as aborted; the resumed one completed.
+  EXPECT_EQ(done.running_runs, 0);
+  EXPECT_EQ(done.aborted_runs, 1);
 }
 
 // The "no improvement in N" budget: the run stops exactly N evaluations after the last new best

@@ -27,10 +27,11 @@ Error measure_error(const std::vector<std::string>& command) {
   TuneOptions options;
   options.worker.command = command;
   options.worker.setup_s = 20;
-  auto runner = make_worker_runner(h200_like(), family, problem, "", options);
   CompileResult compiled;
   ResultRecord row;
   try {
+    // The worker starts with the runner; its errors may surface there or at the first measure.
+    auto runner = make_worker_runner(h200_like(), family, problem, "", options);
     runner->measure(0, family.default_config(problem, h200_like().limits), &compiled, "", row);
   } catch (const Error& e) {
     return e;
