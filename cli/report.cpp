@@ -93,9 +93,7 @@ void panel(std::ostream& svg, double left, double top, double width, double heig
 
 int cmd_report(const Common& common, std::int64_t run_id, const std::string& output) {
   Database db(common.resolved_db(), Database::Mode::kReadOnly);
-  std::optional<RunRecord> run;
-  for (auto& r : db.runs())
-    if (r.id == run_id) run = r;
+  const std::optional<RunRecord> run = db.find_run(run_id);
   if (!run)
     throw Error(ErrorCode::kInvalidArgument,
                 "report: there is no run " + std::to_string(run_id) + " in " + db.path() +

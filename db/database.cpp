@@ -456,14 +456,24 @@ void Database::finish_run(std::int64_t run_id, const std::string& run_status) {
   }
 }
 
-std::vector<RunRecord> Database::runs() {
+std::vector<RunRecord> Database::runs() { return read_runs(0); }
+
+std::optional<RunRecord> Database::find_run(std::int64_t id) {
+  auto found = read_runs(id);
+  if (found.empty()) return std::nullopt;
+  return std::move(found.front());
+}
+
+std::vector<RunRecord> Database::read_runs(std::int64_t id) {
   std::vector<RunRecord> out;
   try {
     SQLite::Statement q(
         *db_,
         std::string("SELECT id, device_id, family, template_hash, problem, strategy, seed, budget, "
                     "status, started_at, finished_at, ") +
-            (version_ >= 3 ? "gpu_ordinal, gpu_uuid" : "NULL, NULL") + " FROM runs ORDER BY id");
+            (version_ >= 3 ? "gpu_ordinal, gpu_uuid" : "NULL, NULL") + " FROM runs" +
+            (id ? " WHERE id=?" : "") + " ORDER BY id");
+    if (id) q.bind(1, static_cast<std::int64_t>(id));
     while (q.executeStep()) {
       RunRecord r;
       r.id = q.getColumn(0).getInt64();
@@ -567,6 +577,19 @@ void Database::store_result(const ResultRecord& r) {
   }
 }
 
+namespace {
+
+// Binds parameters 1-4 of a statement that selects one problem's rows of one template version.
+void bind_problem(SQLite::Statement& q, std::int64_t device_id, const std::string& family,
+                  const std::string& template_hash, const std::string& problem) {
+  q.bind(1, static_cast<std::int64_t>(device_id));
+  q.bind(2, family);
+  q.bind(3, template_hash);
+  q.bind(4, problem);
+}
+
+}  // namespace
+
 int Database::mark_crashed(std::int64_t device_id, const std::string& family,
                            const std::string& template_hash, const std::string& problem) {
   try {
@@ -579,10 +602,7 @@ int Database::mark_crashed(std::int64_t device_id, const std::string& family,
       SQLite::Statement runs(*db_,
                              "SELECT id, host, pid FROM runs WHERE status='running' AND "
                              "device_id=? AND family=? AND template_hash=? AND problem=?");
-      runs.bind(1, static_cast<std::int64_t>(device_id));
-      runs.bind(2, family);
-      runs.bind(3, template_hash);
-      runs.bind(4, problem);
+      bind_problem(runs, device_id, family, template_hash, problem);
       const std::string here = host_name();
       const std::int64_t me = getpid();
       while (runs.executeStep()) {
@@ -617,10 +637,7 @@ int Database::mark_crashed(std::int64_t device_id, const std::string& family,
       sql += "))";
     }
     SQLite::Statement q(*db_, sql);
-    q.bind(1, static_cast<std::int64_t>(device_id));
-    q.bind(2, family);
-    q.bind(3, template_hash);
-    q.bind(4, problem);
+    bind_problem(q, device_id, family, template_hash, problem);
     int n = q.exec();
     tx.commit();
     return n;
@@ -638,10 +655,7 @@ std::set<std::string> Database::evaluated_configs(std::int64_t device_id, const 
         *db_,
         "SELECT config FROM results WHERE device_id=? AND family=? AND template_hash=? AND "
         "problem=? AND origin='tuned'");
-    q.bind(1, static_cast<std::int64_t>(device_id));
-    q.bind(2, family);
-    q.bind(3, template_hash);
-    q.bind(4, problem);
+    bind_problem(q, device_id, family, template_hash, problem);
     while (q.executeStep()) out.insert(q.getColumn(0).getString());
   } catch (const std::exception& e) {
     fail("reading evaluated configurations", e);

@@ -148,6 +148,7 @@ class Database {
   std::int64_t begin_run(const RunRecord& run);
   void finish_run(std::int64_t run_id, const std::string& status);
   std::vector<RunRecord> runs();
+  std::optional<RunRecord> find_run(std::int64_t id);  // nullopt: no such run
 
   // Results: one row per (device, family, template hash, problem, config).
   // Inserts the row as in_flight, committed before the candidate runs; returns its id.
@@ -193,6 +194,7 @@ class Database {
   CheckReport check();
 
  private:
+  std::vector<RunRecord> read_runs(std::int64_t id);  // id 0: every run
   void migrate();
   [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
 

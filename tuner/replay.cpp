@@ -20,9 +20,7 @@ DeviceLimits limits_of(const DeviceRecord& d) {
 }  // namespace
 
 Recording load_recording(Database& db, std::int64_t run_id) {
-  std::optional<RunRecord> run;
-  for (const auto& r : db.runs())
-    if (r.id == run_id) run = r;
+  const std::optional<RunRecord> run = db.find_run(run_id);
   if (!run)
     throw Error(ErrorCode::kInvalidArgument,
                 "--replay: no run " + std::to_string(run_id) + " in " + db.path());

@@ -94,12 +94,11 @@ class GpuRunner final : public CandidateRunner {
   const DeviceInfo& device() const override { return device_.info(); }
   bool compiles() const override { return true; }
   Measurement measure(std::size_t index, const Config& config, const CompileResult* compiled,
-                      const std::string& key, ResultRecord& row) override {
+                      const std::string&, ResultRecord& row) override {
     Measurement m;
     try {
       // Loaded for this measurement only: the module is unloaded when it returns, so device and
       // host memory stay flat however many candidates a run measures.
-      (void)key;
       auto kernel = std::make_shared<const Kernel>(*compiled, device_);
       row.registers = kernel->registers(0);  // the driver's count, which the launch obeys
       const int threads = family_.block_threads(config, problem_);

@@ -89,11 +89,8 @@ TEST(PlantedFaultsGpu, EveryFaultIsClassifiedAndEveryGoodCandidateMeasured) {
   }
   EXPECT_EQ(seen[0], 9);
   for (int kind = 1; kind <= 5; ++kind) EXPECT_EQ(seen[kind], 1) << "KIND=" << kind;
-  for (const auto& run : db.runs()) {
-    if (run.id == s.run_id) {
-      EXPECT_EQ(run.status, "completed");
-    }
-  }
+  ASSERT_TRUE(db.find_run(s.run_id).has_value());
+  EXPECT_EQ(db.find_run(s.run_id)->status, "completed");
 
   // Nothing lost and nothing repeated: a second run finds every candidate done.
   const TuneSummary again = tune(db, ktune_held_device, family, problem, worker_options());
