@@ -126,6 +126,15 @@ PY
     bench-gemm)
       run_step bench-gemm "$KTUNE" bench gemm --csv "$OUT/bench_gemm.csv"
       ;;
+    gemm-tests)
+      run_step gpu-tests-gemm "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1 --gtest_filter='Gemm*'
+      ;;
+    bench-gemm-4096)
+      for dt in f32 f64; do
+        run_step "bench-gemm-$dt-4096" "$KTUNE" bench gemm --dtype "$dt" --shape 4096x4096x4096 \
+          --csv "$OUT/bench_gemm_${dt}_4096.csv"
+      done
+      ;;
     tune-histogram)
       # Random search within a minute each: every candidate is verified on three input classes.
       run_step tune-hist-u8-1G "$KTUNE" tune histogram --dtype u8 --bins 256 --n 1G \

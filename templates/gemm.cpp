@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "ktune/error.hpp"
 #include "runtime/driver.hpp"
@@ -33,6 +34,12 @@ struct GemmArgs {
   int c_vector;
   T alpha, beta;
 };
+
+// A parameter added after results were stored: configurations without it had its default.
+std::int64_t get_or(const Config& c, const char* name, std::int64_t fallback) {
+  auto it = c.find(name);
+  return it == c.end() ? fallback : it->second;
+}
 
 std::int64_t get(const Config& c, const char* name) {
   auto it = c.find(name);
@@ -92,13 +99,17 @@ class GemmFamily final : public Family {
         {"TM", {4, 8}, "thread tile rows (register blocking)"},
         {"TN", {4, 8}, "thread tile columns (register blocking)"},
         {"WNITER", {1, 2}, "sub-tiles per warp along n (spreads a thread's columns)"},
-        {"STAGES", {1, 2}, "shared-memory buffers: 1 = none, 2 = double buffering"},
+        {"STAGES",
+         {1, 2, 3, 4},
+         "shared-memory buffers: 1 = none, 2 = double buffering through registers, 3 and 4 = "
+         "cp.async pipeline"},
         {"PREFETCH", {0, 1}, "1 = load the next k-step's fragments while computing this one"},
         {"UNROLL", {0, 2}, "k-loop unroll inside a tile: 0 = all of BK, else this factor"},
         {"VEC", {1, 2, 4}, "elements per global load (needs aligned pointers and leading dims)"},
         {"PAD", {0, 4}, "shared-memory row padding (elements) against bank conflicts"},
         {"SWIZZLE", {1, 8}, "block rasterization: tile rows walked together for L2 reuse"},
         {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
+        {"MMA", {0, 1}, "f64: 1 = FP64 tensor cores (mma.sync m8n8k4), 0 = FMA units"},
     };
   }
   std::string name() const override { return "gemm"; }
@@ -119,24 +130,27 @@ class GemmFamily final : public Family {
   }
 
   // Every tile shape with the usual code path, and every code-path toggle (stages, prefetch,
-  // unroll, vector width, padding) on the first shape. nn and tt together load each operand
+  // unroll, vector width, padding) on the first shape of each unit (FMA, tensor cores). nn and tt together load each operand
   // both directly and transposed; the small-m,n problem brings the split-K kernels.
   std::vector<Config> check_configs(const std::vector<Config>& space) const override {
     if (space.empty()) return space;
     auto shape_of = [](const Config& c) {
       Config s;
-      for (const char* k : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER"}) s[k] = c.at(k);
+      for (const char* k : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "MMA"})
+        s[k] = c.at(k);
       return s;
     };
     std::int64_t widest = 1, pad = 0;
     for (const auto& c : space)
       widest = std::max(widest, c.at("VEC")), pad = std::max(pad, c.at("PAD"));
-    const Config first = shape_of(space.front());
+    std::map<std::int64_t, Config> first;  // by MMA
+    for (const auto& c : space) first.emplace(c.at("MMA"), shape_of(c));
     std::vector<Config> out;
     for (const auto& c : space) {
-      const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == 1 && c.at("UNROLL") == 0 &&
-                         c.at("VEC") == widest && c.at("PAD") == pad && c.at("SWIZZLE") == 1;
-      if (usual || shape_of(c) == first) out.push_back(c);
+      const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == !c.at("MMA") &&
+                         c.at("UNROLL") == 0 && c.at("VEC") == widest && c.at("PAD") == pad &&
+                         c.at("SWIZZLE") == 1;
+      if (usual || shape_of(c) == first.at(c.at("MMA"))) out.push_back(c);
     }
     return out;
   }
@@ -168,6 +182,16 @@ class GemmFamily final : public Family {
     parse_op(p.attr("op"), ta, tb);
     const Geometry g = geometry(c, bytes);
     if (!g.why.empty()) return g.why;
+    const bool mma = get_or(c, "MMA", 0) != 0;
+    if (mma) {
+      if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
+      if (limits.cc_major < 8) return "MMA needs sm_80 or newer";
+      // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value.
+      if (get(c, "TM") != 4 || get(c, "TN") != 4 || get(c, "WNITER") != 1 || get(c, "PREFETCH") ||
+          get(c, "UNROLL"))
+        return "MMA takes TM=TN=4, WNITER=1, PREFETCH=0, UNROLL=0";
+    }
+    if (get(c, "STAGES") >= 3 && limits.cc_major < 8) return "cp.async stages need sm_80 or newer";
     // 128 or 256 threads: fewer cannot hide latency, more leave too few registers per thread.
     if ((g.threads != 128 && g.threads != 256) || g.threads > limits.max_threads_per_block)
       return "threads per block other than 128 or 256";
@@ -192,7 +216,9 @@ class GemmFamily final : public Family {
       return "tiles do not split evenly over the threads";
     if (g.smem > limits.smem_per_block_optin) return "shared memory exceeds the per-block limit";
     // Padding only matters where a tile is stored transposed into shared memory.
-    if (get(c, "PAD") > 0 && !ta && tb) return "PAD without a transposed shared-memory store";
+    // (the tensor-core fragments read four k rows at once: padding spreads them over the banks).
+    if (get(c, "PAD") > 0 && !ta && tb && !mma)
+      return "PAD without a transposed shared-memory store";
     const std::int64_t unroll = get(c, "UNROLL");
     if (unroll != 0 && (bk % unroll || unroll >= bk))
       return "UNROLL must be an even divisor below BK";
@@ -257,6 +283,7 @@ class GemmFamily final : public Family {
     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
                              "PREFETCH", "UNROLL", "VEC", "PAD"})
       args += ", " + std::to_string(get(c, name));
+    args += ", " + std::to_string(get_or(c, "MMA", 0));
     const bool split = get(c, "SPLITK") > 1;
     std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
                                       ">"};
@@ -282,7 +309,8 @@ class GemmFamily final : public Family {
             {"VEC", 1},
             {"PAD", (ta || !tb) ? 4 : 0},
             {"SWIZZLE", 1},
-            {"SPLITK", 1}};
+            {"SPLITK", 1},
+            {"MMA", 0}};
   }
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,

@@ -1,8 +1,10 @@
 // GEMM family: C = alpha * op(A) * op(B) + beta * C, column-major, f32/f64 on the FMA units.
 // Block tile BM x BN x BK in shared memory (k-major for both operands, so every operand fragment
 // is a vector load), warp tile WM x WN split into WMITER x WNITER sub-tiles, TM x TN registers per
-// thread and sub-tile; register-staged double buffering, shared-to-register prefetch, split-K,
-// grouped block rasterization. Edge tiles take a predicated path; interior tiles run unchecked.
+// thread and sub-tile; register-staged double buffering or a cp.async pipeline of 3 or 4 stages,
+// shared-to-register prefetch, split-K, grouped block rasterization. Edge tiles take a predicated
+// path; interior tiles run unchecked. For f64, MMA = 1 computes the warp tile on the FP64 tensor
+// cores (mma.sync m8n8k4) from the same shared-memory tiles instead of the FMA units.
 #pragma once
 
 #include "common.cuh"
@@ -44,8 +46,38 @@ __device__ __forceinline__ void gemm_tile_of(int id, int tiles_m, int tiles_n, i
   }
 }
 
+// Asynchronous global -> shared copies (sm_80+): BYTES of 4, 8 or 16, of which the first
+// `src_bytes` are read and the rest zero-filled (0: nothing is read, `src` is not dereferenced).
+template <int BYTES>
+__device__ __forceinline__ void gemm_cp_async(void* dst, const void* src, int src_bytes) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if (BYTES == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(BYTES),
+                 "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void gemm_cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int PENDING>
+__device__ __forceinline__ void gemm_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
+
+// D = A * B + D on the FP64 tensor cores for one 8 x 8 x 4 tile. Lane l holds A[l/4][l%4],
+// B[l%4][l/4] and D[l/4][2*(l%4) + {0, 1}].
+__device__ __forceinline__ void gemm_dmma(double (&d)[2], double a, double b) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+               : "+d"(d[0]), "+d"(d[1])
+               : "d"(a), "d"(b));
+}
+
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
-          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int SPLIT>
+          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int SPLIT>
 struct GemmTile {
   static constexpr int kWarpsM = BM / WM;
   static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
@@ -69,6 +101,9 @@ struct GemmTile {
       TM % kChunk == 0 ? kChunk : (TM % 2 == 0 && sizeof(T) <= 8 ? 2 : 1);
   static constexpr int kChunkN =
       TN % kChunk == 0 ? kChunk : (TN % 2 == 0 && sizeof(T) <= 8 ? 2 : 1);
+  // MMA: the warp tile as 8 x 8 tensor-core tiles.
+  static constexpr int kMmaM = WM / 8;
+  static constexpr int kMmaN = WN / 8;
 
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
   static_assert(kThreads >= 32 && kThreads <= 1024, "32 to 1024 threads per block");
@@ -85,7 +120,10 @@ struct GemmTile {
                 "A tile must split evenly over threads");
   static_assert(kBLoads >= 1 && kBLoads * VEC * kThreads == BN * BK,
                 "B tile must split evenly over threads");
-  static_assert(STAGES == 1 || STAGES == 2, "STAGES: 1 (no buffering) or 2 (double buffering)");
+  static_assert(STAGES >= 1 && STAGES <= 4,
+                "STAGES: 1 (no buffering), 2 (double buffering), 3 or 4 (cp.async pipeline)");
+  static_assert(!MMA || (sizeof(T) == 8 && BK % 4 == 0 && !PREFETCH && UNROLL == 0),
+                "MMA: f64 only, BK a multiple of 4, no fragment prefetch, full unroll");
   static_assert(PAD % 4 == 0 && PAD % VEC == 0, "PAD keeps rows 16-byte aligned");
   static_assert(UNROLL == 0 || (BK % UNROLL == 0 && UNROLL % 2 == 0),
                 "UNROLL: 0 (all of BK) or an even divisor");
@@ -107,10 +145,10 @@ __device__ __forceinline__ Packet<T, VEC> gemm_load(const T* p, bool check, bool
 }
 
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
-          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int SPLIT>
+          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int SPLIT>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmParams<T> p) {
   using G = GemmTile<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH, UNROLL, VEC,
-                     PAD, SPLIT>;
+                     PAD, MMA, SPLIT>;
   extern __shared__ __align__(16) unsigned char gemm_smem[];
   T* As = reinterpret_cast<T*>(gemm_smem);  // [STAGES][BK][kLdA]
   T* Bs = As + STAGES * BK * G::kLdA;       // [STAGES][BK][kLdB]
@@ -206,6 +244,66 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmPa
     }
   };
 
+  // Global -> shared memory without registers (STAGES >= 3), with the same vector mapping. An
+  // operand whose contiguous dimension is the shared-memory row (A with op N, B with op T) moves
+  // VEC elements per copy, zero-filled past the matrix; the other is stored transposed, one
+  // element per copy.
+  auto copy_async = [&](int kt, int stage, bool check) {
+    const int k0 = k_begin + kt * BK;
+    T* as = As + stage * BK * G::kLdA;
+    T* bs = Bs + stage * BK * G::kLdB;
+#pragma unroll
+    for (int l = 0; l < G::kALoads; ++l) {
+      const int v = tid + l * G::kThreads;
+      const int c = (v % (G::kAContig / VEC)) * VEC;
+      const int o = v / (G::kAContig / VEC);
+      if (OPA == kGemmN) {
+        const int row = m0 + c, col = k0 + o;
+        const int valid = !check ? VEC : (col < k_end ? max(0, min(VEC, p.m - row)) : 0);
+        gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
+                                       valid ? p.a + row + col * p.lda : p.a,
+                                       valid * static_cast<int>(sizeof(T)));
+      } else {
+        const int row = m0 + o, col = k0 + c;
+        const T* ptr = p.a + col + row * p.lda;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          const bool ok = !check || (row < p.m && col + e < k_end);
+          gemm_cp_async<sizeof(T)>(as + (c + e) * G::kLdA + o, ok ? ptr + e : p.a,
+                                   ok ? static_cast<int>(sizeof(T)) : 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < G::kBLoads; ++l) {
+      const int v = tid + l * G::kThreads;
+      const int c = (v % (G::kBContig / VEC)) * VEC;
+      const int o = v / (G::kBContig / VEC);
+      if (OPB == kGemmT) {
+        const int kk = k0 + o, col = n0 + c;
+        const int valid = !check ? VEC : (kk < k_end ? max(0, min(VEC, p.n - col)) : 0);
+        gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
+                                       valid ? p.b + col + kk * p.ldb : p.b,
+                                       valid * static_cast<int>(sizeof(T)));
+      } else {
+        const int kk = k0 + c, col = n0 + o;
+        const T* ptr = p.b + kk + col * p.ldb;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          const bool ok = !check || (col < p.n && kk + e < k_end);
+          gemm_cp_async<sizeof(T)>(bs + (c + e) * G::kLdB + o, ok ? ptr + e : p.b,
+                                   ok ? static_cast<int>(sizeof(T)) : 0);
+        }
+      }
+    }
+  };
+  auto issue_async = [&](int kt, int stage) {
+    if (interior && kt < full_k_tiles)
+      copy_async(kt, stage, false);
+    else
+      copy_async(kt, stage, true);
+  };
+
   const int warp = tid / 32;
   const int lane = tid % 32;
   const int wm0 = (warp % G::kWarpsM) * WM;
@@ -248,10 +346,31 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmPa
 #pragma unroll
       for (int j = 0; j < G::kFragN; ++j) acc[i][j] = fma(af[slot][i], bf[slot][j], acc[i][j]);
   };
+  // MMA: lane l owns rows l/4 and columns 2*(l%4) + {0, 1} of each 8 x 8 tile of the warp tile.
+  T macc[MMA ? G::kMmaM : 1][MMA ? G::kMmaN : 1][2];
+#pragma unroll
+  for (int i = 0; i < (MMA ? G::kMmaM : 1); ++i)
+#pragma unroll
+    for (int j = 0; j < (MMA ? G::kMmaN : 1); ++j) macc[i][j][0] = macc[i][j][1] = T(0);
+  const int lr = lane / 4, lk = lane % 4;
+
   auto compute = [&](int stage) {
     const T* as = As + stage * BK * G::kLdA;
     const T* bs = Bs + stage * BK * G::kLdB;
-    if (PREFETCH) {
+    if constexpr (MMA) {
+#pragma unroll
+      for (int kk = 0; kk < BK; kk += 4) {
+        T a[G::kMmaM], b[G::kMmaN];
+#pragma unroll
+        for (int i = 0; i < G::kMmaM; ++i) a[i] = as[(kk + lk) * G::kLdA + wm0 + i * 8 + lr];
+#pragma unroll
+        for (int j = 0; j < G::kMmaN; ++j) b[j] = bs[(kk + lk) * G::kLdB + wn0 + j * 8 + lr];
+#pragma unroll
+        for (int i = 0; i < G::kMmaM; ++i)
+#pragma unroll
+          for (int j = 0; j < G::kMmaN; ++j) gemm_dmma(macc[i][j], a[i], b[j]);
+      }
+    } else if (PREFETCH) {
       load_fragments(as, bs, 0, 0);
 #pragma unroll G::kUnroll
       for (int kk = 0; kk < BK; ++kk) {
@@ -268,7 +387,24 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmPa
   };
 
   if (k_tiles > 0) {
-    if (STAGES == 2) {
+    if (STAGES >= 3) {
+      // cp.async pipeline: STAGES - 1 tiles in flight while one is computed, one barrier a tile.
+#pragma unroll
+      for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) issue_async(s, s);
+        gemm_cp_async_commit();
+      }
+      int read = 0, write = STAGES - 1;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        gemm_cp_async_wait<STAGES - 2>();  // tile kt has landed (for this thread's copies)
+        __syncthreads();                   // for every thread's, and stage `write` is free
+        if (kt + STAGES - 1 < k_tiles) issue_async(kt + STAGES - 1, write);
+        gemm_cp_async_commit();
+        compute(read);
+        read = read + 1 == STAGES ? 0 : read + 1;
+        write = write + 1 == STAGES ? 0 : write + 1;
+      }
+    } else if (STAGES == 2) {
       load(0);
       store(0);
       __syncthreads();
@@ -293,6 +429,26 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmPa
   // Epilogue: alpha * acc + beta * C (C not read when beta == 0), or the split-K partial sum.
   const bool beta_zero = p.beta == T(0);
   T* ws = SPLIT ? p.workspace + static_cast<long long>(blockIdx.z) * p.m * p.n : nullptr;
+  if constexpr (MMA) {
+#pragma unroll
+    for (int i = 0; i < G::kMmaM; ++i)
+#pragma unroll
+      for (int j = 0; j < G::kMmaN; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int row = m0 + wm0 + i * 8 + lr;
+          const int col = n0 + wn0 + j * 8 + lk * 2 + e;
+          if (!interior && (row >= p.m || col >= p.n)) continue;
+          const T v = macc[i][j][e];
+          if (SPLIT) {
+            ws[row + static_cast<long long>(col) * p.m] = v;
+          } else {
+            T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
+            *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
+          }
+        }
+    return;
+  }
   if (!SPLIT && interior && p.c_vector && TM % G::kChunk == 0) {
     // A thread's TM rows of a column are contiguous: write them as 16-byte vectors.
 #pragma unroll

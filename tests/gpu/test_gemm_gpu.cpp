@@ -204,6 +204,101 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
   EXPECT_EQ(rt.explain("gemm", problem.key()).step, LookupStep::kCache);
 }
 
+// The cp.async pipeline (STAGES 3, 4) and the FP64 tensor-core path (MMA = 1), pinned: a database
+// holding one result of the configuration per op combination makes the lookup's nearest step use
+// it (adapted to each call) for every call below, through the public API.
+TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
+  KTUNE_REQUIRE_GPU();
+  const Family& family = find_family("gemm");
+  struct Pin {
+    const char* dtype;
+    const char* config;
+  };
+  const Pin pins[] = {
+      {"f32",
+       "BK=16,BM=128,BN=128,MMA=0,PAD=4,PREFETCH=1,SPLITK=1,STAGES=3,SWIZZLE=8,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=64,WN=32,WNITER=2"},
+      {"f32",
+       "BK=8,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=0,SPLITK=4,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=32,WN=32,WNITER=1"},
+      {"f64",
+       "BK=16,BM=128,BN=64,MMA=1,PAD=4,PREFETCH=0,SPLITK=1,STAGES=2,SWIZZLE=8,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=32,WNITER=1"},
+      {"f64",
+       "BK=8,BM=64,BN=128,MMA=1,PAD=0,PREFETCH=0,SPLITK=4,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=1"},
+      {"f64",
+       "BK=8,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=1,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=32,WNITER=1"},
+  };
+  std::uint64_t seed = 5000;
+  for (const Pin& pin : pins) {
+    SCOPED_TRACE(std::string(pin.dtype) + " " + pin.config);
+    ktune::testing::TempDir dir;
+    const std::string path = dir.file("pinned.db");
+    {
+      Database db(path);
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const Problem tuned = gemm_problem(pin.dtype, ta, tb, 512, 512, 512,
+                                             std::string(pin.dtype) == "f32" ? 4 : 2);
+          ASSERT_EQ(family.reject(parse_config(pin.config), tuned, ktune_held_device.limits()),
+                    "");
+          ResultRecord r;
+          r.device_id = db.ensure_device(ktune_held_device.info());
+          r.family = "gemm";
+          r.template_hash = family.template_hash();
+          r.problem = tuned.key();
+          r.config = pin.config;
+          r.status = "ok";
+          r.time_median_ms = 1;
+          r.metric = 1;
+          r.unit = "TFLOPS";
+          db.put_result(r);
+        }
+    }
+    Options o;
+    o.database = path;
+    Runtime rt(o);
+    const bool f32 = std::string(pin.dtype) == "f32";
+    auto run = [&](const Case& c) {
+      if (f32)
+        run_case<float>(rt, c, ++seed);
+      else
+        run_case<double>(rt, c, ++seed);
+    };
+    for (Layout layout : {Layout::kColMajor, Layout::kRowMajor})
+      for (Op oa : {Op::kN, Op::kT})
+        for (Op ob : {Op::kN, Op::kT})
+          for (std::int64_t size : {1, 7, 33, 127, 129, 1000})
+            for (int dim = 0; dim < 3; ++dim) {
+              Case c;
+              c.layout = layout, c.op_a = oa, c.op_b = ob;
+              c.m = dim == 0 ? size : 130;
+              c.n = dim == 1 ? size : 70;
+              c.k = dim == 2 ? size : 75;
+              c.beta = size == 33 ? 0.5 : 0.0;
+              c.nan_c = c.beta == 0 && size == 127;
+              c.offset = size == 7 ? 1 : 0;  // unaligned pointers: narrower copies
+              c.pad = size == 129 ? 3 : 0;
+              run(c);
+              if (::testing::Test::HasFatalFailure()) return;
+            }
+    // An aligned interior-tile case, and proof that the pinned configuration was the one used.
+    Case c;
+    c.m = 256, c.n = 256, c.k = 96, c.beta = -0.5;
+    run(c);
+    const Choice choice = rt.explain(
+        "gemm", gemm_problem(pin.dtype, false, false, 256, 256, 96, f32 ? 4 : 2).key());
+    EXPECT_EQ(choice.step, LookupStep::kNearest);
+    const Config used = parse_config(choice.config);
+    const Config pinned = parse_config(pin.config);
+    EXPECT_EQ(used.at("STAGES"), pinned.at("STAGES")) << choice.config;
+    EXPECT_EQ(used.at("MMA"), pinned.at("MMA")) << choice.config;
+    EXPECT_EQ(used.at("BM"), pinned.at("BM")) << choice.config;
+  }
+}
+
 TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {
   KTUNE_REQUIRE_GPU();
   // A random sample of the space for an odd, unaligned problem: every candidate that compiles
