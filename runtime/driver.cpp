@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -108,6 +109,34 @@ std::string result_name(CUresult r) {
   const char* name = nullptr;
   if (!l.failure && l.api.cuGetErrorName(r, &name) == CUDA_SUCCESS && name) return name;
   return "CUresult " + std::to_string(static_cast<int>(r));
+}
+
+CUdeviceptr scratch_alloc(std::size_t bytes, CUstream stream) {
+  const DriverApi& d = driver();
+  CUdevice device = 0;
+  check(d.cuCtxGetDevice(&device), "cuCtxGetDevice");
+  static std::mutex mutex;
+  static std::map<CUdevice, CUmemoryPool> pools;  // for the life of the process
+  CUmemoryPool pool = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = pools.find(device);
+    if (it == pools.end()) {
+      CUmemPoolProps props{};
+      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+      props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      props.location.id = device;
+      check(d.cuMemPoolCreate(&pool, &props), "cuMemPoolCreate (scratch)");
+      cuuint64_t keep = cuuint64_t(1) << 30;
+      check(d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
+            "cuMemPoolSetAttribute (scratch)");
+      it = pools.emplace(device, pool).first;
+    }
+    pool = it->second;
+  }
+  CUdeviceptr ptr = 0;
+  check(d.cuMemAllocFromPoolAsync(&ptr, bytes, pool, stream), "cuMemAllocFromPoolAsync (scratch)");
+  return ptr;
 }
 
 void check(CUresult r, const char* what) {

@@ -3,6 +3,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <string>
 
 #include "ktune/error.hpp"
@@ -28,6 +29,11 @@ bool driver_available(std::string* why = nullptr);
 // Throws Error(kCuda) naming the call when r != CUDA_SUCCESS.
 void check(CUresult r, const char* what);
 std::string result_name(CUresult r);
+
+// Stream-ordered scratch memory (split-K partial sums), freed with cuMemFreeAsync, from a pool per
+// device that keeps up to 1 GiB reserved between calls. The default pool hands memory back at
+// every synchronization, so each call mapped it afresh while the GPU waited on the host.
+CUdeviceptr scratch_alloc(std::size_t bytes, CUstream stream);
 
 // Errors after which the CUDA context is unusable (the process must start afresh).
 bool is_sticky_error(CUresult r);

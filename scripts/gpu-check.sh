@@ -126,6 +126,18 @@ PY
     bench-gemm)
       run_step bench-gemm "$KTUNE" bench gemm --csv "$OUT/bench_gemm.csv"
       ;;
+    gemm-hard-quick)
+      # Split-K and small shapes: a short tune each, then the bench against cuBLAS.
+      for shape in 64x64x262144 6000x32x6000 8192x128x8192; do
+        run_step "tune-gemm-$shape" "$KTUNE" tune gemm --dtype f32 --shape "$shape" --max-evals 120 --max-seconds 25
+        run_step "bench-gemm-$shape" "$KTUNE" bench gemm --dtype f32 --shape "$shape" \
+          --csv "$OUT/bench_gemm_f32_$shape.csv"
+      done
+      ;;
+    tune-gemm-f64-long)
+      run_step tune-gemm-f64-4096 "$KTUNE" tune gemm --dtype f64 --shape 4096x4096x4096 \
+        --max-evals 400 --max-seconds 100
+      ;;
     gemm-tests)
       run_step gpu-tests-gemm "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1 --gtest_filter='Gemm*'
       ;;

@@ -109,7 +109,10 @@ class GemmFamily final : public Family {
         {"PAD", {0, 4}, "shared-memory row padding (elements) against bank conflicts"},
         {"SWIZZLE", {1, 8}, "block rasterization: tile rows walked together for L2 reuse"},
         {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
-        {"MMA", {0, 1}, "f64: 1 = FP64 tensor cores (mma.sync m8n8k4), 0 = FMA units"},
+        {"MMA",
+         {0, 1, 2, 3, 4},
+         "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
+         "m16n8k16 (4); 0 = FMA units"},
     };
   }
   std::string name() const override { return "gemm"; }
@@ -185,7 +188,11 @@ class GemmFamily final : public Family {
     const bool mma = get_or(c, "MMA", 0) != 0;
     if (mma) {
       if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
-      if (limits.cc_major < 8) return "MMA needs sm_80 or newer";
+      const std::int64_t kind = get(c, "MMA");
+      if (limits.cc_major < 8 || (kind >= 2 && limits.cc_major < 9))
+        return "this MMA shape needs a newer GPU (m8n8k4: sm_80, m16n8k*: sm_90)";
+      if (get(c, "BK") % (kind <= 2 ? 4 : kind == 3 ? 8 : 16))
+        return "BK is not a multiple of the MMA shape's k";
       // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value.
       if (get(c, "TM") != 4 || get(c, "TN") != 4 || get(c, "WNITER") != 1 || get(c, "PREFETCH") ||
           get(c, "UNROLL"))
@@ -532,9 +539,8 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   if (split > 1) {
     kps = ((call.k + split - 1) / split + bk - 1) / bk * bk;
     splits = (call.k + kps - 1) / kps;
-    check(d.cuMemAllocAsync(&workspace, static_cast<std::size_t>(splits * call.m * call.n) * bytes,
-                            stream),
-          "cuMemAllocAsync (split-K workspace)");
+    workspace =
+        detail::scratch_alloc(static_cast<std::size_t>(splits * call.m * call.n) * bytes, stream);
   }
   void* ws = reinterpret_cast<void*>(workspace);
   auto go = [&](auto args) {
@@ -542,10 +548,14 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
     kernel.launch(0, static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits), g.threads, 1,
                   1, g.smem, stream, params);
     if (split > 1) {
+      // 256 threads: up to 8 groups of splits (y) times the elements of C (x).
       int s = static_cast<int>(splits);
+      int groups = 1;
+      while (groups < 8 && groups * 2 <= s) groups *= 2;
+      const int per_block = 256 / groups;
       void* reduce[] = {&args, &s};
-      const std::int64_t blocks = std::min<std::int64_t>((call.m * call.n + 255) / 256, 65536);
-      kernel.launch(1, static_cast<unsigned>(blocks), 1, 1, 256, 1, 1, 0, stream, reduce);
+      const std::int64_t blocks = (call.m * call.n + per_block - 1) / per_block;
+      kernel.launch(1, static_cast<unsigned>(blocks), 1, 1, per_block, groups, 1, 0, stream, reduce);
     }
   };
   if (bytes == 4)

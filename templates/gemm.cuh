@@ -68,13 +68,41 @@ __device__ __forceinline__ void gemm_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
-// D = A * B + D on the FP64 tensor cores for one 8 x 8 x 4 tile. Lane l holds A[l/4][l%4],
-// B[l%4][l/4] and D[l/4][2*(l%4) + {0, 1}].
-__device__ __forceinline__ void gemm_dmma(double (&d)[2], double a, double b) {
-  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
-               : "+d"(d[0]), "+d"(d[1])
-               : "d"(a), "d"(b));
-}
+// D = A * B + D on the FP64 tensor cores, one MM x 8 x MK tile per warp. KIND 1: m8n8k4 (sm_80);
+// 2, 3, 4: m16n8k4, m16n8k8, m16n8k16 (sm_90). With g = lane / 4 and t = lane % 4, register r of
+// A holds A[g + 8 (r % (MM/8))][t + 4 (r / (MM/8))], register r of B holds B[t + 4 r][g] and
+// register r of D holds D[g + 8 (r / 2)][2 t + r % 2].
+template <int KIND>
+struct GemmDmma {
+  static constexpr int kM = KIND == 1 ? 8 : 16;
+  static constexpr int kK = KIND <= 2 ? 4 : (KIND == 3 ? 8 : 16);
+  static constexpr int kA = kM * kK / 32, kB = kK / 4, kC = kM / 4;
+  __device__ __forceinline__ static void run(double (&d)[kC], const double (&a)[kA],
+                                             const double (&b)[kB]) {
+    if constexpr (KIND == 1) {
+      asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, "
+                   "{%0, %1};\n"
+                   : "+d"(d[0]), "+d"(d[1])
+                   : "d"(a[0]), "d"(b[0]));
+    } else if constexpr (KIND == 2) {
+      asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, "
+                   "{%6}, {%0, %1, %2, %3};\n"
+                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                   : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+    } else if constexpr (KIND == 3) {
+      asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+                   "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                   : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+    } else {
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, "
+                   "{%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3};\n"
+                   : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+                   : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]),
+                     "d"(a[7]), "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    }
+  }
+};
 
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
           int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int SPLIT>
@@ -101,8 +129,9 @@ struct GemmTile {
       TM % kChunk == 0 ? kChunk : (TM % 2 == 0 && sizeof(T) <= 8 ? 2 : 1);
   static constexpr int kChunkN =
       TN % kChunk == 0 ? kChunk : (TN % 2 == 0 && sizeof(T) <= 8 ? 2 : 1);
-  // MMA: the warp tile as 8 x 8 tensor-core tiles.
-  static constexpr int kMmaM = WM / 8;
+  // MMA: the warp tile as MM x 8 tensor-core tiles.
+  using Dmma = GemmDmma<MMA ? MMA : 1>;
+  static constexpr int kMmaM = WM / Dmma::kM;
   static constexpr int kMmaN = WN / 8;
 
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must divide the block tile");
@@ -122,8 +151,10 @@ struct GemmTile {
                 "B tile must split evenly over threads");
   static_assert(STAGES >= 1 && STAGES <= 4,
                 "STAGES: 1 (no buffering), 2 (double buffering), 3 or 4 (cp.async pipeline)");
-  static_assert(!MMA || (sizeof(T) == 8 && BK % 4 == 0 && !PREFETCH && UNROLL == 0),
-                "MMA: f64 only, BK a multiple of 4, no fragment prefetch, full unroll");
+  static_assert(MMA >= 0 && MMA <= 4, "MMA: 0 (FMA units) or a tensor-core shape 1 to 4");
+  static_assert(!MMA || (sizeof(T) == 8 && BK % Dmma::kK == 0 && WM % Dmma::kM == 0 &&
+                         !PREFETCH && UNROLL == 0),
+                "MMA: f64 only, BK and WM multiples of the shape, no fragment prefetch, full unroll");
   static_assert(PAD % 4 == 0 && PAD % VEC == 0, "PAD keeps rows 16-byte aligned");
   static_assert(UNROLL == 0 || (BK % UNROLL == 0 && UNROLL % 2 == 0),
                 "UNROLL: 0 (all of BK) or an even divisor");
@@ -346,29 +377,40 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmPa
 #pragma unroll
       for (int j = 0; j < G::kFragN; ++j) acc[i][j] = fma(af[slot][i], bf[slot][j], acc[i][j]);
   };
-  // MMA: lane l owns rows l/4 and columns 2*(l%4) + {0, 1} of each 8 x 8 tile of the warp tile.
-  T macc[MMA ? G::kMmaM : 1][MMA ? G::kMmaN : 1][2];
+  // MMA: the warp tile's accumulators as the tensor cores hold them (see GemmDmma).
+  using D = typename G::Dmma;
+  T macc[MMA ? G::kMmaM : 1][MMA ? G::kMmaN : 1][D::kC];
 #pragma unroll
   for (int i = 0; i < (MMA ? G::kMmaM : 1); ++i)
 #pragma unroll
-    for (int j = 0; j < (MMA ? G::kMmaN : 1); ++j) macc[i][j][0] = macc[i][j][1] = T(0);
+    for (int j = 0; j < (MMA ? G::kMmaN : 1); ++j)
+#pragma unroll
+      for (int r = 0; r < D::kC; ++r) macc[i][j][r] = T(0);
   const int lr = lane / 4, lk = lane % 4;
 
   auto compute = [&](int stage) {
     const T* as = As + stage * BK * G::kLdA;
     const T* bs = Bs + stage * BK * G::kLdB;
     if constexpr (MMA) {
+      constexpr int halves = D::kM / 8;
 #pragma unroll
-      for (int kk = 0; kk < BK; kk += 4) {
-        T a[G::kMmaM], b[G::kMmaN];
-#pragma unroll
-        for (int i = 0; i < G::kMmaM; ++i) a[i] = as[(kk + lk) * G::kLdA + wm0 + i * 8 + lr];
-#pragma unroll
-        for (int j = 0; j < G::kMmaN; ++j) b[j] = bs[(kk + lk) * G::kLdB + wn0 + j * 8 + lr];
+      for (int kk = 0; kk < BK; kk += D::kK) {
+        T a[G::kMmaM][D::kA], b[G::kMmaN][D::kB];
 #pragma unroll
         for (int i = 0; i < G::kMmaM; ++i)
 #pragma unroll
-          for (int j = 0; j < G::kMmaN; ++j) gemm_dmma(macc[i][j], a[i], b[j]);
+          for (int r = 0; r < D::kA; ++r)
+            a[i][r] = as[(kk + lk + 4 * (r / halves)) * G::kLdA + wm0 + i * D::kM + lr +
+                         8 * (r % halves)];
+#pragma unroll
+        for (int j = 0; j < G::kMmaN; ++j)
+#pragma unroll
+          for (int r = 0; r < D::kB; ++r)
+            b[j][r] = bs[(kk + lk + 4 * r) * G::kLdB + wn0 + j * 8 + lr];
+#pragma unroll
+        for (int i = 0; i < G::kMmaM; ++i)
+#pragma unroll
+          for (int j = 0; j < G::kMmaN; ++j) D::run(macc[i][j], a[i], b[j]);
       }
     } else if (PREFETCH) {
       load_fragments(as, bs, 0, 0);
@@ -435,11 +477,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmPa
 #pragma unroll
       for (int j = 0; j < G::kMmaN; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int row = m0 + wm0 + i * 8 + lr;
-          const int col = n0 + wn0 + j * 8 + lk * 2 + e;
+        for (int r = 0; r < D::kC; ++r) {
+          const int row = m0 + wm0 + i * D::kM + lr + 8 * (r / 2);
+          const int col = n0 + wn0 + j * 8 + lk * 2 + r % 2;
           if (!interior && (row >= p.m || col >= p.n)) continue;
-          const T v = macc[i][j][e];
+          const T v = macc[i][j][r];
           if (SPLIT) {
             ws[row + static_cast<long long>(col) * p.m] = v;
           } else {
@@ -501,18 +543,24 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmPa
     }
 }
 
-// Deterministic split-K reduction: partial sums added in split order, then alpha and beta.
+// Deterministic split-K reduction. blockDim.y groups of splits per element: group y sums splits
+// y, y + blockDim.y, ... in order, then the groups are added in order; alpha and beta last.
 template <typename T>
-__global__ void gemm_splitk_reduce(GemmParams<T> p, int splits) {
+__global__ void __launch_bounds__(256) gemm_splitk_reduce(GemmParams<T> p, int splits) {
+  __shared__ T part[256];
   const long long total = static_cast<long long>(p.m) * p.n;
-  for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<long long>(gridDim.x) * blockDim.x) {
-    T sum = T(0);
-    for (int s = 0; s < splits; ++s) sum += p.workspace[s * total + idx];
-    const long long row = idx % p.m, col = idx / p.m;
-    T* cp = p.c + row + col * p.ldc;
-    *cp = p.beta == T(0) ? p.alpha * sum : fma(p.alpha, sum, p.beta * *cp);
-  }
+  const int x = threadIdx.x, y = threadIdx.y;
+  const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + x;
+  T sum = T(0);
+  if (idx < total)
+    for (int s = y; s < splits; s += blockDim.y) sum += p.workspace[s * total + idx];
+  part[y * blockDim.x + x] = sum;
+  __syncthreads();
+  if (y != 0 || idx >= total) return;
+  for (int g = 1; g < static_cast<int>(blockDim.y); ++g) sum += part[g * blockDim.x + x];
+  const long long row = idx % p.m, col = idx / p.m;
+  T* cp = p.c + row + col * p.ldc;
+  *cp = p.beta == T(0) ? p.alpha * sum : fma(p.alpha, sum, p.beta * *cp);
 }
 
 // C = beta * C for k == 0 or alpha == 0 (BLAS: A and B are not read); beta == 0 writes zeros.

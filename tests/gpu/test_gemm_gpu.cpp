@@ -228,6 +228,15 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
        "BK=8,BM=64,BN=128,MMA=1,PAD=0,PREFETCH=0,SPLITK=4,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=64,WNITER=1"},
       {"f64",
+       "BK=8,BM=128,BN=64,MMA=2,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=64,WN=32,WNITER=1"},
+      {"f64",
+       "BK=16,BM=64,BN=128,MMA=3,PAD=4,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=1"},
+      {"f64",
+       "BK=16,BM=128,BN=128,MMA=4,PAD=4,PREFETCH=0,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=1"},
+      {"f64",
        "BK=8,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=1,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=32,WNITER=1"},
   };
@@ -240,7 +249,10 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       Database db(path);
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
-          const Problem tuned = gemm_problem(pin.dtype, ta, tb, 512, 512, 512,
+          // Split-K needs few tiles; SWIZZLE=8 needs more than 8 rows of tiles.
+          const std::int64_t size =
+              std::string(pin.config).find("SPLITK=1,") != std::string::npos ? 2048 : 512;
+          const Problem tuned = gemm_problem(pin.dtype, ta, tb, size, size, size,
                                              std::string(pin.dtype) == "f32" ? 4 : 2);
           ASSERT_EQ(family.reject(parse_config(pin.config), tuned, ktune_held_device.limits()),
                     "");
