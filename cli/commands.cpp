@@ -89,6 +89,30 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.max_evals = targs.max_evals;
   options.max_seconds = targs.max_seconds;
   options.patience = targs.patience;
+  for (const std::string& text : targs.only) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--only: expected NAME=VALUE[,VALUE...], got '" + text + "'");
+    auto& values = options.only[text.substr(0, eq)];
+    std::size_t at = eq + 1;
+    while (at <= text.size()) {
+      const std::size_t comma = std::min(text.find(',', at), text.size());
+      const std::string item = text.substr(at, comma - at);
+      std::size_t used = 0;
+      std::int64_t v = 0;
+      try {
+        v = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (item.empty() || used != item.size())
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--only: '" + item + "' in '" + text + "' is not an integer");
+      values.push_back(v);
+      at = comma + 1;
+    }
+  }
   options.compile_threads = targs.jobs;
   options.timing.repeats = targs.repeats;
   options.timing.warmup = targs.warmup;
@@ -173,6 +197,8 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
       problems.emplace_back(&find_family(args.family), build_problem(args));
     }
   }
+  TuneOptions options = tune_options(common, targs);
+  for (const auto& [family, problem] : problems) SearchSpace::check_only(*family, options.only);
   const std::vector<int> devices = parse_devices(targs.devices);
   // The GPUs before the database: without one, nothing is created.
   const int count = device_count();  // throws kNoDriver with the reason
@@ -186,7 +212,6 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
     Database db(common.resolved_db());
     load_presets_if_new(db);  // a new database starts with the shipped results
   }
-  TuneOptions options = tune_options(common, targs);
   if (!targs.in_process) options.worker.command = {self_executable(), "__worker"};
   if (devices.size() > 1) {
     // One worker per GPU: progress lines would overwrite each other, so each problem's summary

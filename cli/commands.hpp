@@ -47,6 +47,7 @@ struct TuneArgs {
   std::size_t max_evals = 400;
   double max_seconds = 0;
   std::size_t patience = 0;
+  std::vector<std::string> only;  // NAME=V[,V...]
   int repeats = 20;
   int warmup = 3;
   unsigned jobs = 0;

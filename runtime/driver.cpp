@@ -43,9 +43,11 @@ Loaded load() {
   auto resolve = [&](const char* name, void** slot) {
     // Each pointer must have the ABI that cuda.h declares for the name. cuGetProcAddress with
     // CUDA_VERSION returns the newest ABI, which differs where cuda.h keeps an older one without
-    // a _vN macro: cuCtxSynchronize(void) became cuCtxSynchronize_v2(CUcontext) in CUDA 13.0.
+    // a _vN macro: cuCtxSynchronize(void) and cuCtxGetDevice(CUdevice*) gained a CUcontext
+    // argument in their _v2 of CUDA 13.0.
     int version = CUDA_VERSION;
-    if (std::string_view(name) == "cuCtxSynchronize") version = 2000;
+    if (std::string_view(name) == "cuCtxSynchronize" || std::string_view(name) == "cuCtxGetDevice")
+      version = 2000;
     CUdriverProcAddressQueryResult status{};
     CUresult r = get_proc(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
     if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !*slot) {

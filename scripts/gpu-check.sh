@@ -93,6 +93,15 @@ PY
       # Short runs over every shape of the suite (resumed where earlier runs stopped).
       run_step tune-gemm-suite-f32 "$KTUNE" tune gemm --suite --dtype f32 --max-evals 60 --max-seconds 24
       ;;
+    tune-gemm-suite-f32-long)
+      run_step tune-gemm-suite-f32 "$KTUNE" tune gemm --suite --dtype f32 --max-evals 250 --max-seconds 30
+      ;;
+    tune-gemm-suite-f64-long)
+      run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 200 --max-seconds 24
+      # The FMA units alone at 4096^3 (the tensor cores win the suite's f64 runs).
+      run_step tune-gemm-f64-fma "$KTUNE" tune gemm --dtype f64 --shape 4096x4096x4096 --only MMA=0 \
+        --max-evals 250 --max-seconds 60
+      ;;
     tune-gemm-suite-f64)
       run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 50 --max-seconds 16
       ;;

@@ -183,8 +183,7 @@ class GemmFamily final : public Family {
     const int bytes = dtype_bytes(p.attr("dtype"));
     bool ta, tb;
     parse_op(p.attr("op"), ta, tb);
-    const Geometry g = geometry(c, bytes);
-    if (!g.why.empty()) return g.why;
+    // The cheapest tests first: most of the cartesian product fails one of them.
     const bool mma = get_or(c, "MMA", 0) != 0;
     if (mma) {
       if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
@@ -199,6 +198,8 @@ class GemmFamily final : public Family {
         return "MMA takes TM=TN=4, WNITER=1, PREFETCH=0, UNROLL=0";
     }
     if (get(c, "STAGES") >= 3 && limits.cc_major < 8) return "cp.async stages need sm_80 or newer";
+    const Geometry g = geometry(c, bytes);
+    if (!g.why.empty()) return g.why;
     // 128 or 256 threads: fewer cannot hide latency, more leave too few registers per thread.
     if ((g.threads != 128 && g.threads != 256) || g.threads > limits.max_threads_per_block)
       return "threads per block other than 128 or 256";

@@ -1,28 +1,70 @@
 // Enumeration of a family's parameter space under its constraints.
 #include "tuner/space.hpp"
 
+#include <algorithm>
+
+#include "ktune/error.hpp"
 #include "templates/family.hpp"
 
 namespace ktune {
 
-SearchSpace::SearchSpace(const Family& family, const Problem& problem, const DeviceLimits& limits) {
+void SearchSpace::check_only(const Family& family, const Only& only) {
   const auto& params = family.params();
-  std::vector<std::size_t> digit(params.size(), 0);
-  if (params.empty()) return;
+  for (const auto& [name, values] : only) {
+    auto p = std::find_if(params.begin(), params.end(),
+                          [&](const Param& param) { return param.name == name; });
+    std::string names;
+    for (const auto& param : params) names += (names.empty() ? "" : ", ") + param.name;
+    if (p == params.end())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--only: " + family.name() + " has no parameter " + name + " (" + names + ")");
+    for (std::int64_t v : values)
+      if (std::find(p->values.begin(), p->values.end(), v) == p->values.end()) {
+        std::string allowed;
+        for (std::int64_t a : p->values) allowed += (allowed.empty() ? "" : ", ") + std::to_string(a);
+        throw Error(ErrorCode::kInvalidArgument, "--only: " + name + " takes " + allowed +
+                                                     ", not " + std::to_string(v));
+      }
+  }
+}
+
+SearchSpace::SearchSpace(const Family& family, const Problem& problem, const DeviceLimits& limits,
+                         const Only& only) {
+  check_only(family, only);
+  const auto& params = family.params();
+  // The values each parameter takes here (a subset where `only` names it), walked as an
+  // odometer over one configuration updated in place, last parameter fastest.
+  const std::size_t n = params.size();
+  if (n == 0) return;
+  std::vector<std::vector<std::int64_t>> values(n);
+  Config c;
+  std::vector<std::int64_t*> slot(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto held = only.find(params[i].name);
+    for (std::int64_t v : params[i].values)
+      if (held == only.end() ||
+          std::find(held->second.begin(), held->second.end(), v) != held->second.end())
+        values[i].push_back(v);
+    if (values[i].empty()) return;
+    slot[i] = &c[params[i].name];
+    *slot[i] = values[i][0];
+  }
+  std::vector<std::size_t> digit(n, 0);
   while (true) {
-    Config c;
-    for (std::size_t i = 0; i < params.size(); ++i) c[params[i].name] = params[i].values[digit[i]];
     ++total_;
     if (family.reject(c, problem, limits).empty()) {
       index_.emplace(to_string(c), configs_.size());
-      configs_.push_back(std::move(c));
+      configs_.push_back(c);
     }
-    // Odometer over the parameter values, last parameter fastest.
-    std::size_t i = params.size();
+    std::size_t i = n;
     while (i > 0) {
       --i;
-      if (++digit[i] < params[i].values.size()) break;
+      if (++digit[i] < values[i].size()) {
+        *slot[i] = values[i][digit[i]];
+        break;
+      }
       digit[i] = 0;
+      *slot[i] = values[i][0];
       if (i == 0) return;
     }
   }

@@ -204,7 +204,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   const std::string key = problem.key();
   const std::string unit = family.metric_unit();
 
-  SearchSpace space(family, problem, limits);
+  SearchSpace space(family, problem, limits, options.only);
   summary.space_size = space.size();
   const std::int64_t device_id = db.ensure_device(runner.device());
   summary.crashed_recovered = db.mark_crashed(device_id, family.name(), hash, key);

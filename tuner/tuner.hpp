@@ -12,6 +12,7 @@
 #include "runtime/device.hpp"
 #include "runtime/nvrtc.hpp"
 #include "runtime/problem.hpp"
+#include "tuner/space.hpp"
 #include "tuner/evaluator.hpp"
 
 namespace ktune {
@@ -46,6 +47,7 @@ struct TuneOptions {
   TimingOptions timing;
   bool progress = true;            // a progress line on stderr when it is a terminal
   std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
+  SearchSpace::Only only;          // parameters held to some of their values
   WorkerOptions worker;
 };
 

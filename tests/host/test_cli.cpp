@@ -65,6 +65,10 @@ TEST(Cli, BadArgumentsExitTwoNamingTheArgument) {
       {{"tune", "elementwise", "--device", "0,"}, "--device"},
       {{"tune", "elementwise", "--device", "0,0"}, "--device"},
       {{"tune", "elementwise", "--device", "al"}, "--device"},
+      {{"tune", "gemm", "--only", "FOO=1"}, "no parameter FOO"},
+      {{"tune", "gemm", "--only", "MMA=9"}, "MMA takes"},
+      {{"tune", "gemm", "--only", "MMA=1,x"}, "not an integer"},
+      {{"tune", "gemm", "--only", "MMA"}, "NAME=VALUE"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);

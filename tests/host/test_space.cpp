@@ -32,6 +32,38 @@ TEST(SearchSpace, ElementwiseRespectsConstraints) {
   for (std::size_t i = 0; i < f32.size(); ++i) EXPECT_EQ(f32.index_of(to_string(f32.at(i))), i);
 }
 
+TEST(SearchSpace, OnlyHoldsParametersToTheGivenValues) {
+  const Family& gemm = find_family("gemm");
+  const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
+  const Problem f64 = Problem::parse("gemm", "align=2;dtype=f64;k=4096;m=4096;n=4096;op=nn");
+  SearchSpace all(gemm, f64, limits);
+  SearchSpace fma(gemm, f64, limits, {{"MMA", {0}}});
+  SearchSpace tensor(gemm, f64, limits, {{"MMA", {2, 4}}, {"STAGES", {3, 4}}});
+  ASSERT_GT(fma.size(), 100u);
+  ASSERT_GT(tensor.size(), 10u);
+  EXPECT_LT(fma.size() + tensor.size(), all.size());
+  for (const auto& c : fma.configs()) EXPECT_EQ(c.at("MMA"), 0);
+  for (const auto& c : tensor.configs()) {
+    EXPECT_TRUE(c.at("MMA") == 2 || c.at("MMA") == 4);
+    EXPECT_GE(c.at("STAGES"), 3);
+    EXPECT_NE(all.index_of(to_string(c)), SearchSpace::npos);  // a subset, nothing new
+  }
+  try {
+    SearchSpace bad(gemm, f64, limits, {{"NOPE", {1}}});
+    ADD_FAILURE() << "an unknown parameter must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("MMA"), std::string::npos) << e.what();  // lists names
+  }
+  EXPECT_THROW(SearchSpace(gemm, f64, limits, {{"MMA", {5}}}), Error);
+  // The tensor-core path is f64 only; the cp.async stages are in every space of sm_90.
+  const Problem f32 = Problem::parse("gemm", "align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn");
+  SearchSpace s32(gemm, f32, limits, {{"STAGES", {3, 4}}});
+  EXPECT_GT(s32.size(), 100u);
+  for (const auto& c : s32.configs()) EXPECT_EQ(c.at("MMA"), 0);
+  EXPECT_EQ(SearchSpace(gemm, f32, DeviceLimits::for_arch(7, 0), {{"STAGES", {3, 4}}}).size(), 0u);
+}
+
 TEST(SearchSpace, DeviceLimitsPrune) {
   const Family& f = find_family("elementwise");
   DeviceLimits small = DeviceLimits::for_arch(9, 0);
