@@ -237,9 +237,11 @@ PY
   esac
 done
 "$KTUNE" query > "$LOGS/query.txt" 2>&1
-# A consistent copy of the database (WAL folded in) comes back with the logs.
+# A consistent copy of the database (WAL folded in) comes back with the logs, compressed (a file
+# comes back only under 16 MiB).
 python3 -c "import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)" \
   "$KTUNE_DB" "$OUT/tuning.db" 2>/dev/null || cp "$KTUNE_DB" "$OUT/tuning.db"
+gzip -f "$OUT/tuning.db"
 tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 echo
 echo "=== summary (device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
