@@ -102,6 +102,20 @@ PY
       run_step tune-gemm-f64-fma "$KTUNE" tune gemm --dtype f64 --shape 4096x4096x4096 --only MMA=0 \
         --max-evals 250 --max-seconds 60
       ;;
+    tune-gemm-f32-more)
+      # More evaluations where the suite's short runs stopped furthest from cuBLAS (resumed).
+      for spec in 8192x8192x8192:120:60 4096x4096x4096:150:35 4095x4095x4095:150:35 \
+        2048x2048x2048:150:20 1000x1000x1000:200:20 4096x4096x256:200:20 8192x128x8192:200:25; do
+        IFS=: read -r shape evals secs <<<"$spec"
+        run_step "tune-gemm-f32-$shape" "$KTUNE" tune gemm --dtype f32 --shape "$shape" \
+          --max-evals "$evals" --max-seconds "$secs"
+      done
+      run_step tune-gemm-f32-tn "$KTUNE" tune gemm --dtype f32 --shape 4096x4096x4096 --op tn \
+        --max-evals 150 --max-seconds 35
+      ;;
+    bench-gemm-f32)
+      run_step bench-gemm-f32 "$KTUNE" bench gemm --dtype f32 --csv "$OUT/bench_gemm_f32.csv"
+      ;;
     tune-gemm-suite-f64)
       run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 50 --max-seconds 16
       ;;
