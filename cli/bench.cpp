@@ -58,8 +58,9 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
 // suite, both verified against the double-accumulation reference on the same fresh inputs.
 // alpha = 1, beta = 0, column-major, operands 16-byte aligned.
 void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCache& cache,
-                detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing, const std::string& dtypes,
-                const std::vector<GemmShape>& shapes, std::vector<Row>& rows, bool& all_verified) {
+                detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
+                const std::string& dtypes, const std::vector<GemmShape>& shapes,
+                std::vector<Row>& rows, bool& all_verified) {
   const Family& family = find_family("gemm");
   anchors::Cublas cublas;
   std::cout << cublas.version() << ", math mode " << cublas.math_mode()
@@ -149,7 +150,7 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
       r.config = choice.config;
       rows.push_back(r);
       // The figure on the FMA units against their ceiling (nominal; measured in the peak row).
-      // f64 may be fastest on the tensor cores (MMA = 1): then the best FMA-unit configuration
+      // f64 may be fastest on the tensor cores (MMA > 0): then the best FMA-unit configuration
       // measured for this problem is launched, verified and timed on its own as well.
       double fma_figure = r.figure;
       const Config chosen = parse_config(r.config);

@@ -105,9 +105,10 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
                   "faster (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app->add_option("--only", t.only,
-                  "hold a parameter to some of its values, NAME=V[,V...] (repeatable), e.g. "
-                  "--only MMA=0 for f64 GEMM on the FMA units alone (an unknown name lists the parameters)");
+  app->add_option(
+      "--only", t.only,
+      "hold a parameter to some of its values, NAME=V[,V...] (repeatable), e.g. "
+      "--only MMA=0 for f64 GEMM on the FMA units alone (an unknown name lists the parameters)");
   app->add_option("--repeats", t.repeats, "timed runs per candidate (median reported)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();

@@ -133,8 +133,9 @@ class GemmFamily final : public Family {
   }
 
   // Every tile shape with the usual code path, and every code-path toggle (stages, prefetch,
-  // unroll, vector width, padding) on the first shape of each unit (FMA, tensor cores). nn and tt together load each operand
-  // both directly and transposed; the small-m,n problem brings the split-K kernels.
+  // unroll, vector width, padding) on the first shape of each unit (FMA, tensor cores). nn and tt
+  // together load each operand both directly and transposed; the small-m,n problem brings the
+  // split-K kernels.
   std::vector<Config> check_configs(const std::vector<Config>& space) const override {
     if (space.empty()) return space;
     auto shape_of = [](const Config& c) {
@@ -556,7 +557,8 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
       const int per_block = 256 / groups;
       void* reduce[] = {&args, &s};
       const std::int64_t blocks = (call.m * call.n + per_block - 1) / per_block;
-      kernel.launch(1, static_cast<unsigned>(blocks), 1, 1, per_block, groups, 1, 0, stream, reduce);
+      kernel.launch(1, static_cast<unsigned>(blocks), 1, 1, per_block, groups, 1, 0, stream,
+                    reduce);
     }
   };
   if (bytes == 4)

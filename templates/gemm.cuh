@@ -1,10 +1,11 @@
-// GEMM family: C = alpha * op(A) * op(B) + beta * C, column-major, f32/f64 on the FMA units.
-// Block tile BM x BN x BK in shared memory (k-major for both operands, so every operand fragment
-// is a vector load), warp tile WM x WN split into WMITER x WNITER sub-tiles, TM x TN registers per
-// thread and sub-tile; register-staged double buffering or a cp.async pipeline of 3 or 4 stages,
-// shared-to-register prefetch, split-K, grouped block rasterization. Edge tiles take a predicated
-// path; interior tiles run unchecked. For f64, MMA = 1 computes the warp tile on the FP64 tensor
-// cores (mma.sync m8n8k4) from the same shared-memory tiles instead of the FMA units.
+// GEMM family: C = alpha * op(A) * op(B) + beta * C, column-major, f32/f64 on the FMA units or
+// f64 on the FP64 tensor cores. Block tile BM x BN x BK in shared memory (k-major for both
+// operands, so every operand fragment is a vector load), warp tile WM x WN split into WMITER x
+// WNITER sub-tiles, TM x TN registers per thread and sub-tile; register-staged double buffering or
+// a cp.async pipeline of 3 or 4 stages, shared-to-register prefetch, split-K, grouped block
+// rasterization. Edge tiles take a predicated path; interior tiles run unchecked. For f64, MMA = 1
+// to 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see GemmDmma)
+// from the same shared-memory tiles instead of the FMA units.
 #pragma once
 
 #include "common.cuh"

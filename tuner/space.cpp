@@ -21,9 +21,10 @@ void SearchSpace::check_only(const Family& family, const Only& only) {
     for (std::int64_t v : values)
       if (std::find(p->values.begin(), p->values.end(), v) == p->values.end()) {
         std::string allowed;
-        for (std::int64_t a : p->values) allowed += (allowed.empty() ? "" : ", ") + std::to_string(a);
-        throw Error(ErrorCode::kInvalidArgument, "--only: " + name + " takes " + allowed +
-                                                     ", not " + std::to_string(v));
+        for (std::int64_t a : p->values)
+          allowed += (allowed.empty() ? "" : ", ") + std::to_string(a);
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--only: " + name + " takes " + allowed + ", not " + std::to_string(v));
       }
   }
 }

@@ -12,8 +12,8 @@
 #include "runtime/device.hpp"
 #include "runtime/nvrtc.hpp"
 #include "runtime/problem.hpp"
-#include "tuner/space.hpp"
 #include "tuner/evaluator.hpp"
+#include "tuner/space.hpp"
 
 namespace ktune {
 

@@ -302,10 +302,10 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
     Case c;
     c.m = 256, c.n = 256, c.k = 96, c.beta = -0.5;
     run(c);
-    const Choice choice = rt.explain(
-        "gemm", gemm_problem(pin.dtype, false, false, 256, 256, 96, f32 ? 4 : 2).key());
-    EXPECT_EQ(choice.step, LookupStep::kCache);              // looked up by the call above
-    EXPECT_NE(choice.tuned_problem, choice.problem);           // from the pinned row, adapted
+    const Choice choice =
+        rt.explain("gemm", gemm_problem(pin.dtype, false, false, 256, 256, 96, f32 ? 4 : 2).key());
+    EXPECT_EQ(choice.step, LookupStep::kCache);       // looked up by the call above
+    EXPECT_NE(choice.tuned_problem, choice.problem);  // from the pinned row, adapted
     const Config used = parse_config(choice.config);
     const Config pinned = parse_config(pin.config);
     EXPECT_EQ(used.at("STAGES"), pinned.at("STAGES")) << choice.config;
