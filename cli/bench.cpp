@@ -48,7 +48,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
   for (const auto& r : rows)
     out << utc_now() << ',' << (commit ? commit : "unknown") << ",\"" << device.identity() << "\","
         << device.driver_version << ',' << nvrtc_version() << ',' << r.family << ",\"" << r.problem
-        << "\"," << r.variant << ',' << r.median_ms << ',' << r.min_ms << ',' << r.max_ms << ','
+        << "\",\"" << r.variant << "\"," << r.median_ms << ',' << r.min_ms << ',' << r.max_ms << ','
         << r.repeats << ',' << r.figure << ',' << r.unit << ',' << r.ratio << ',' << r.anchor << ','
         << r.step << ",\"" << r.config << "\"," << r.verified << '\n';
 }
@@ -161,7 +161,7 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
           const Config config = parse_config(row.config);
           if (config.count("MMA") && config.at("MMA") != 0) continue;
           auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
-          Row f = measure("ktune gemm, FMA units", [&](CUstream st) {
+          Row f = measure("ktune gemm (FMA units)", [&](CUstream st) {
             gemm_launch(*kernel, config, device.limits(), call, st);
           });
           f.ratio = base.figure > 0 ? f.figure / base.figure : 0;

@@ -10,7 +10,10 @@ namespace ktune {
 
 void SearchSpace::check_only(const Family& family, const Only& only) {
   const auto& params = family.params();
-  for (const auto& [name, values] : only) {
+  for (const auto& entry : only) {
+    // Named, not a structured binding: lambdas may not capture those before C++20 (clang).
+    const std::string& name = entry.first;
+    const std::vector<std::int64_t>& values = entry.second;
     auto p = std::find_if(params.begin(), params.end(),
                           [&](const Param& param) { return param.name == name; });
     std::string names;
