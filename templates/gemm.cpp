@@ -35,12 +35,6 @@ struct GemmArgs {
   T alpha, beta;
 };
 
-// A parameter added after results were stored: configurations without it had its default.
-std::int64_t get_or(const Config& c, const char* name, std::int64_t fallback) {
-  auto it = c.find(name);
-  return it == c.end() ? fallback : it->second;
-}
-
 std::int64_t get(const Config& c, const char* name) {
   auto it = c.find(name);
   if (it == c.end())
@@ -185,7 +179,7 @@ class GemmFamily final : public Family {
     bool ta, tb;
     parse_op(p.attr("op"), ta, tb);
     // The cheapest tests first: most of the cartesian product fails one of them.
-    const bool mma = get_or(c, "MMA", 0) != 0;
+    const bool mma = get(c, "MMA") != 0;
     if (mma) {
       if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
       const std::int64_t kind = get(c, "MMA");
@@ -290,9 +284,8 @@ class GemmFamily final : public Family {
     const std::string type = dtype_bytes(p.attr("dtype")) == 4 ? "float" : "double";
     std::string args = type + ", " + (ta ? "1" : "0") + ", " + (tb ? "1" : "0");
     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
-                             "PREFETCH", "UNROLL", "VEC", "PAD"})
+                             "PREFETCH", "UNROLL", "VEC", "PAD", "MMA"})
       args += ", " + std::to_string(get(c, name));
-    args += ", " + std::to_string(get_or(c, "MMA", 0));
     const bool split = get(c, "SPLITK") > 1;
     std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
                                       ">"};

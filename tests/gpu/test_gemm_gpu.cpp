@@ -102,6 +102,25 @@ void run_case(Runtime& rt, const Case& c, std::uint64_t seed) {
   }
 }
 
+// Every layout and op combination with sizes 1, 7, 33, 127, 129 and 1000 in each dimension in
+// turn, the other two at m, n and k; f(case, size) runs one. Stops at a fatal failure.
+template <typename F>
+void for_odd_shapes(std::int64_t m, std::int64_t n, std::int64_t k, F&& f) {
+  for (Layout layout : {Layout::kColMajor, Layout::kRowMajor})
+    for (Op oa : {Op::kN, Op::kT})
+      for (Op ob : {Op::kN, Op::kT})
+        for (std::int64_t size : {1, 7, 33, 127, 129, 1000})
+          for (int dim = 0; dim < 3; ++dim) {
+            Case c;
+            c.layout = layout, c.op_a = oa, c.op_b = ob;
+            c.m = dim == 0 ? size : m;
+            c.n = dim == 1 ? size : n;
+            c.k = dim == 2 ? size : k;
+            f(c, size);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+}
+
 class GemmGpu : public ::testing::Test {
  protected:
   Options defaults() {
@@ -115,20 +134,10 @@ TEST_F(GemmGpu, AllOpsAndLayoutsOddSizesInEachDimension) {
   KTUNE_REQUIRE_GPU();
   Runtime rt(defaults());
   std::uint64_t seed = 1;
-  for (Layout layout : {Layout::kColMajor, Layout::kRowMajor})
-    for (Op oa : {Op::kN, Op::kT})
-      for (Op ob : {Op::kN, Op::kT})
-        for (std::int64_t size : {1, 7, 33, 127, 129, 1000}) {
-          for (int dim = 0; dim < 3; ++dim) {
-            Case c;
-            c.layout = layout, c.op_a = oa, c.op_b = ob;
-            c.m = dim == 0 ? size : 65;
-            c.n = dim == 1 ? size : 31;
-            c.k = dim == 2 ? size : 47;
-            run_case<float>(rt, c, ++seed);
-            if (size <= 129) run_case<double>(rt, c, ++seed);
-          }
-        }
+  for_odd_shapes(65, 31, 47, [&](const Case& c, std::int64_t size) {
+    run_case<float>(rt, c, ++seed);
+    if (size <= 129) run_case<double>(rt, c, ++seed);
+  });
 }
 
 TEST_F(GemmGpu, BlasEdgeCases) {
@@ -281,23 +290,14 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       else
         run_case<double>(rt, c, ++seed);
     };
-    for (Layout layout : {Layout::kColMajor, Layout::kRowMajor})
-      for (Op oa : {Op::kN, Op::kT})
-        for (Op ob : {Op::kN, Op::kT})
-          for (std::int64_t size : {1, 7, 33, 127, 129, 1000})
-            for (int dim = 0; dim < 3; ++dim) {
-              Case c;
-              c.layout = layout, c.op_a = oa, c.op_b = ob;
-              c.m = dim == 0 ? size : 130;
-              c.n = dim == 1 ? size : 70;
-              c.k = dim == 2 ? size : 75;
-              c.beta = size == 33 ? 0.5 : 0.0;
-              c.nan_c = c.beta == 0 && size == 127;
-              c.offset = size == 7 ? 1 : 0;  // unaligned pointers: narrower copies
-              c.pad = size == 129 ? 3 : 0;
-              run(c);
-              if (::testing::Test::HasFatalFailure()) return;
-            }
+    for_odd_shapes(130, 70, 75, [&](Case c, std::int64_t size) {
+      c.beta = size == 33 ? 0.5 : 0.0;
+      c.nan_c = c.beta == 0 && size == 127;
+      c.offset = size == 7 ? 1 : 0;  // unaligned pointers: narrower copies
+      c.pad = size == 129 ? 3 : 0;
+      run(c);
+    });
+    if (::testing::Test::HasFatalFailure()) return;
     // An aligned interior-tile case, and proof that the pinned configuration was the one used.
     Case c;
     c.m = 256, c.n = 256, c.k = 96, c.beta = -0.5;
