@@ -161,6 +161,37 @@ PY
       run_step tune-gemm-f64-4096 "$KTUNE" tune gemm --dtype f64 --shape 4096x4096x4096 \
         --max-evals 400 --max-seconds 100
       ;;
+    profile-gemm)
+      # Nsight Compute on the best 4096^3 kernels (names as mangled: PROFILE_F32 / PROFILE_F64
+      # are template-argument prefixes), cuBLAS's kernels by name and resources, and the SASS of
+      # ours from the database's binary cache.
+      NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      f32=${PROFILE_F32:-gemm_kernelIfLi0ELi0ELi256ELi128ELi16ELi64ELi64ELi4ELi4ELi2ELi2ELi0ELi0ELi4ELi0ELi0ELi0E}
+      f64=${PROFILE_F64:-gemm_kernelIdLi0ELi0ELi128ELi64ELi8ELi32ELi64ELi4ELi4ELi2ELi2ELi1ELi0ELi2ELi4ELi0ELi0E}
+      for dt in f32 f64; do
+        pat=$f32; [[ $dt == f64 ]] && pat=$f64
+        run_step "ncu-$dt" "$NCU" --clock-control none --target-processes all --kernel-name-base mangled \
+          -k "regex:$pat" --launch-skip 3 --launch-count 1 --set full \
+          "$KTUNE" bench gemm --dtype "$dt" --shape 4096x4096x4096 --repeats 20
+      done
+      if [[ -x .gpu-state/probe/cublas_probe ]]; then
+        run_step cublas-probe .gpu-state/probe/cublas_probe
+        run_step ncu-cublas "$NCU" --clock-control none -k "regex:^(?!.*fill)" --launch-skip 0 \
+          --launch-count 400 --section LaunchStats --section SpeedOfLight .gpu-state/probe/cublas_probe
+      fi
+      python3 - "$KTUNE_DB" "$LOGS" "$f32" "$f64" <<'PY' 2>&1 | tee "$LOGS/sass-extract.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for tag, pat in (("f32", sys.argv[3]), ("f64", sys.argv[4])):
+    rows = db.execute("SELECT cubin, lowered_names FROM binaries WHERE lowered_names LIKE ?", ("%" + pat + "%",)).fetchall()
+    print(tag, "binaries:", len(rows))
+    if rows:
+        open(f"{sys.argv[2]}/{tag}.cubin", "wb").write(rows[0][0])
+PY
+      for dt in f32 f64; do
+        [[ -f $LOGS/$dt.cubin ]] && cuobjdump -sass "$LOGS/$dt.cubin" > "$LOGS/$dt.sass" 2>&1
+      done
+      ;;
     gemm-tests)
       run_step gpu-tests-gemm "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1 --gtest_filter='Gemm*'
       ;;

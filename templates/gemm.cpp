@@ -107,6 +107,10 @@ class GemmFamily final : public Family {
          {0, 1, 2, 3, 4},
          "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
          "m16n8k16 (4); 0 = FMA units"},
+        {"MINB",
+         {1, 2, 3, 4},
+         "blocks per SM the registers must leave room for (__launch_bounds__): more caps the "
+         "registers per thread lower, for more warps to hide latency"},
     };
   }
   std::string name() const override { return "gemm"; }
@@ -127,9 +131,9 @@ class GemmFamily final : public Family {
   }
 
   // Every tile shape with the usual code path, and every code-path toggle (stages, prefetch,
-  // unroll, vector width, padding) on the first shape of each unit (FMA, tensor cores). nn and tt
-  // together load each operand both directly and transposed; the small-m,n problem brings the
-  // split-K kernels.
+  // unroll, vector width, padding, register cap) on the first shape of each unit (FMA, tensor
+  // cores). nn and tt together load each operand both directly and transposed; the small-m,n
+  // problem brings the split-K kernels.
   std::vector<Config> check_configs(const std::vector<Config>& space) const override {
     if (space.empty()) return space;
     auto shape_of = [](const Config& c) {
@@ -146,8 +150,8 @@ class GemmFamily final : public Family {
     std::vector<Config> out;
     for (const auto& c : space) {
       const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == !c.at("MMA") &&
-                         c.at("UNROLL") == 0 && c.at("VEC") == widest && c.at("PAD") == pad &&
-                         c.at("SWIZZLE") == 1;
+                         c.at("MINB") == 1 && c.at("UNROLL") == 0 && c.at("VEC") == widest &&
+                         c.at("PAD") == pad && c.at("SWIZZLE") == 1;
       if (usual || shape_of(c) == first.at(c.at("MMA"))) out.push_back(c);
     }
     return out;
@@ -218,6 +222,20 @@ class GemmFamily final : public Family {
     if ((bm * bk) % (vec * g.threads) || (bn * bk) % (vec * g.threads))
       return "tiles do not split evenly over the threads";
     if (g.smem > limits.smem_per_block_optin) return "shared memory exceeds the per-block limit";
+    if (const std::int64_t minb = get(c, "MINB"); minb > 1) {
+      // The register cap __launch_bounds__ derives: whole warps of 256-register granules.
+      const int cap =
+          std::min(255, limits.regs_per_sm / static_cast<int>(minb * g.threads) / 8 * 8);
+      if (cap >= 255) return "MINB caps no registers at this block size (same as MINB=1)";
+      // Accumulators and one set of fragments in 32-bit registers, plus addressing.
+      const int words = bytes / 4;
+      const auto fragments = g.wm_iter * get(c, "TM") + get(c, "WNITER") * get(c, "TN");
+      const auto need = (g.accumulators + fragments) * words + 24;
+      if (cap < need) return "MINB leaves fewer registers than the accumulators need";
+      if (minb * (g.smem + 1024) > limits.smem_per_sm)
+        return "shared memory holds fewer blocks per SM than MINB";
+      if (minb * g.threads > limits.max_threads_per_sm) return "more threads than an SM holds";
+    }
     // Padding only matters where a tile is stored transposed into shared memory.
     // (the tensor-core fragments read four k rows at once: padding spreads them over the banks).
     if (get(c, "PAD") > 0 && !ta && tb && !mma)
@@ -284,7 +302,7 @@ class GemmFamily final : public Family {
     const std::string type = dtype_bytes(p.attr("dtype")) == 4 ? "float" : "double";
     std::string args = type + ", " + (ta ? "1" : "0") + ", " + (tb ? "1" : "0");
     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
-                             "PREFETCH", "UNROLL", "VEC", "PAD", "MMA"})
+                             "PREFETCH", "UNROLL", "VEC", "PAD", "MMA", "MINB"})
       args += ", " + std::to_string(get(c, name));
     const bool split = get(c, "SPLITK") > 1;
     std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
@@ -312,7 +330,8 @@ class GemmFamily final : public Family {
             {"PAD", (ta || !tb) ? 4 : 0},
             {"SWIZZLE", 1},
             {"SPLITK", 1},
-            {"MMA", 0}};
+            {"MMA", 0},
+            {"MINB", 1}};
   }
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,

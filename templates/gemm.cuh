@@ -3,9 +3,10 @@
 // operands, so every operand fragment is a vector load), warp tile WM x WN split into WMITER x
 // WNITER sub-tiles, TM x TN registers per thread and sub-tile; register-staged double buffering or
 // a cp.async pipeline of 3 or 4 stages, shared-to-register prefetch, split-K, grouped block
-// rasterization. Edge tiles take a predicated path; interior tiles run unchecked. For f64, MMA = 1
-// to 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see GemmDmma)
-// from the same shared-memory tiles instead of the FMA units.
+// rasterization, and a register cap that keeps MINB blocks resident per SM. Edge tiles take a
+// predicated path; interior tiles run unchecked. For f64, MMA = 1 to 4 computes the warp tile
+// with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see GemmDmma) from the same shared-memory
+// tiles instead of the FMA units.
 #pragma once
 
 #include "common.cuh"
@@ -106,7 +107,8 @@ struct GemmDmma {
 };
 
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
-          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int SPLIT>
+          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
+          int SPLIT>
 struct GemmTile {
   static constexpr int kWarpsM = BM / WM;
   static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
@@ -153,6 +155,7 @@ struct GemmTile {
   static_assert(STAGES >= 1 && STAGES <= 4,
                 "STAGES: 1 (no buffering), 2 (double buffering), 3 or 4 (cp.async pipeline)");
   static_assert(MMA >= 0 && MMA <= 4, "MMA: 0 (FMA units) or a tensor-core shape 1 to 4");
+  static_assert(MINB >= 1 && MINB <= 4, "MINB: 1 to 4 resident blocks per SM");
   static_assert(!MMA || (sizeof(T) == 8 && BK % Dmma::kK == 0 && WM % Dmma::kM == 0 &&
                          !PREFETCH && UNROLL == 0),
                 "MMA: f64 only, BK and WM multiples of the shape, no fragment prefetch, full unroll");
@@ -176,11 +179,14 @@ __device__ __forceinline__ Packet<T, VEC> gemm_load(const T* p, bool check, bool
   return r;
 }
 
+// MINB = 1 names no minimum (0): the register allocation is the one without the argument.
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
-          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int SPLIT>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) gemm_kernel(GemmParams<T> p) {
+          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
+          int SPLIT>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 0)
+    gemm_kernel(GemmParams<T> p) {
   using G = GemmTile<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH, UNROLL, VEC,
-                     PAD, MMA, SPLIT>;
+                     PAD, MMA, MINB, SPLIT>;
   extern __shared__ __align__(16) unsigned char gemm_smem[];
   T* As = reinterpret_cast<T*>(gemm_smem);  // [STAGES][BK][kLdA]
   T* Bs = As + STAGES * BK * G::kLdA;       // [STAGES][BK][kLdB]

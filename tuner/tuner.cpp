@@ -230,10 +230,22 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
 
   // Transfer: the winners of this device's other problems with the same attributes (nearest
   // first, adapted to this problem) are evaluated before the strategy's own proposals. A tile
-  // that won at 4096^3 is a strong candidate at 8192^3, and the strategy builds on it.
+  // that won at 4096^3 is a strong candidate at 8192^3, and the strategy builds on it. Before
+  // them come this problem's winners under earlier versions of the template: after a template
+  // change the old winner is usually still near the top, and re-tuning starts from it.
   std::deque<std::size_t> seeds;
   {
     std::vector<std::pair<double, std::size_t>> ranked;
+    for (const auto& r : db.best_results(family.name(), "", device_id)) {
+      if (r.problem != key || r.template_hash == hash) continue;
+      try {
+        Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
+        const std::size_t i = space.index_of(to_string(c));
+        if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(-1.0, i);
+      } catch (const Error&) {
+        // A parameter this template no longer has: not a seed.
+      }
+    }
     for (const auto& r : db.best_results(family.name(), hash, device_id)) {
       if (r.problem == key) continue;
       try {

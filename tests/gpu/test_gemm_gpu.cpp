@@ -213,9 +213,9 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
   EXPECT_EQ(rt.explain("gemm", problem.key()).step, LookupStep::kCache);
 }
 
-// The cp.async pipeline (STAGES 3, 4) and the FP64 tensor-core path (MMA = 1), pinned: a database
-// holding one result of the configuration per op combination makes the lookup's nearest step use
-// it (adapted to each call) for every call below, through the public API.
+// The cp.async pipeline (STAGES 3, 4), the FP64 tensor-core paths (MMA 1 to 4) and register caps
+// (MINB), pinned: a database holding one result of the configuration per op combination makes the
+// lookup's nearest step use it (adapted to each call) for every call below, through the public API.
 TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
   KTUNE_REQUIRE_GPU();
   const Family& family = find_family("gemm");
@@ -248,6 +248,13 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       {"f64",
        "BK=8,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=1,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=32,WNITER=1"},
+      // Register caps for more resident blocks (MINB; the pins above leave it at 1).
+      {"f32",
+       "BK=16,BM=256,BN=64,MINB=2,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=1,TM=4,TN=4,"
+       "UNROLL=0,VEC=4,WM=64,WN=32,WNITER=2"},
+      {"f64",
+       "BK=8,BM=64,BN=64,MINB=3,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=2,SWIZZLE=8,TM=4,TN=4,"
+       "UNROLL=0,VEC=2,WM=32,WN=32,WNITER=1"},
   };
   std::uint64_t seed = 5000;
   for (const Pin& pin : pins) {
@@ -264,7 +271,7 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
           const Problem tuned = gemm_problem(pin.dtype, ta, tb, size, size, size,
                                              std::string(pin.dtype) == "f32" ? 4 : 2);
           // FMA tiles of nt are stored without a transpose: no padding there.
-          Config config = parse_config(pin.config);
+          Config config = family.normalize(parse_config(pin.config));
           if (!ta && tb && config.at("MMA") == 0) config["PAD"] = 0;
           ASSERT_EQ(family.reject(config, tuned, ktune_held_device.limits()), "");
           ResultRecord r;

@@ -78,7 +78,7 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
                            gemm_problem("f32", false, false, 64, 64, 262144, 4)}) {
     SearchSpace s(f, p, lim);
     ASSERT_GT(s.size(), 50u) << p.key();
-    bool any_split = false;
+    bool any_split = false, any_minb = false;
     for (const auto& c : s.configs()) {
       const std::int64_t threads = (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")) * 32;
       EXPECT_TRUE(threads == 128 || threads == 256);
@@ -86,6 +86,18 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
       EXPECT_LE(c.at("STAGES") * c.at("BK") * (c.at("BM") + c.at("BN") + 2 * c.at("PAD")) *
                     (p.attr("dtype") == "f32" ? 4 : 8),
                 lim.smem_per_block_optin);
+      if (c.at("MINB") > 1) {
+        // A register cap below 255 that the accumulators fit under, and room for MINB blocks.
+        const std::int64_t cap = lim.regs_per_sm / (c.at("MINB") * threads) / 8 * 8;
+        EXPECT_LT(cap, 255) << to_string(c);
+        EXPECT_GE(cap,
+                  (c.at("TM") * c.at("TN") * c.at("WNITER") *
+                   (c.at("WM") * c.at("WN") / (32 * c.at("TM") * c.at("TN") * c.at("WNITER")))) *
+                      (p.attr("dtype") == "f32" ? 1 : 2))
+            << to_string(c);
+        EXPECT_LE(c.at("MINB") * threads, lim.max_threads_per_sm) << to_string(c);
+        any_minb = true;
+      }
       if (c.at("SPLITK") > 1) {
         any_split = true;
         // Split-K only where the m x n tiles leave SMs idle.
@@ -94,6 +106,7 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
         EXPECT_LT(tiles, lim.sm_count) << to_string(c);
       }
     }
+    EXPECT_TRUE(any_minb) << p.key();
     if (p.size("m") == 64) {
       EXPECT_TRUE(any_split);
     }

@@ -152,5 +152,53 @@ TEST(Budgets, PatienceStopsAfterNEvaluationsWithoutImprovement) {
   EXPECT_EQ(s.evaluated, last_improvement + 25);
 }
 
+// After a template change, re-tuning a problem starts from its winner under the earlier
+// template: that configuration is the first one evaluated, ahead of the strategy's proposals.
+TEST(Transfer, WinnerUnderAnEarlierTemplateIsEvaluatedFirst) {
+  testing::TempDir dir;
+  Database source(dir.file("rec.db"));
+  const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
+  const Recording rec = load_recording(source, testing::record_synthetic(source, key));
+  const Family& family = find_family("elementwise");
+  Database db(dir.file("run.db"));
+  // A configuration the strategy is unlikely to propose first: the space's last one that the
+  // recording measured as correct.
+  std::string old_winner;
+  for (std::size_t i = rec.space.size(); i-- > 0 && old_winner.empty();)
+    if (rec.time_ms[i]) old_winner = to_string(rec.space.at(i));
+  ASSERT_FALSE(old_winner.empty());
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.limits = DeviceLimits::for_arch(9, 0);
+  d.limits.sm_count = 132;
+  for (const char* hash : {"0123456789abcdef", "fedcba9876543210"}) {
+    ResultRecord r;
+    r.device_id = db.ensure_device(d);
+    r.family = "elementwise";
+    r.template_hash = hash;
+    r.problem = key;
+    r.config = old_winner;
+    r.status = "ok";
+    r.time_median_ms = 1;
+    r.metric = 1;
+    r.unit = "GB/s";
+    db.put_result(r);
+  }
+  auto runner = make_replay_runner(rec, 0);
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 3;
+  o.progress = false;
+  const TuneSummary s = tune(db, *runner, family, Problem::parse("elementwise", key), o);
+  EXPECT_EQ(s.seeded, 1u);  // the same configuration under two earlier templates: seeded once
+  ResultFilter f;
+  f.run_id = s.run_id;
+  auto rows = db.results(f);
+  ASSERT_EQ(rows.size(), 3u);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  EXPECT_EQ(rows[0].config, old_winner);
+  EXPECT_EQ(rows[0].template_hash, family.template_hash());
+}
+
 }  // namespace
 }  // namespace ktune

@@ -152,7 +152,8 @@ double synthetic_time(const Config& c) {
              0.5 * std::fabs(l2(c.at("WN")) - 6) + (c.at("TM") == 4 ? 0 : 0.7) +
              (c.at("WNITER") == 2 ? 0 : 0.4) + (c.at("PREFETCH") ? 0.3 : 0) +
              (c.at("PAD") ? 0 : 0.6) + (c.at("VEC") == 4 ? 0 : 1.0) +
-             (c.at("STAGES") == 2 ? 0 : 1.5) + (c.at("UNROLL") ? 0.2 : 0);
+             (c.at("STAGES") == 2 ? 0 : 1.5) + (c.at("UNROLL") ? 0.2 : 0) +
+             (c.at("MINB") == 1 ? 0 : 0.5);
   const std::uint64_t h = std::hash<std::string>{}(to_string(c));
   return t * (1.0 + 0.15 * static_cast<double>(h % 1000) / 1000.0);
 }
