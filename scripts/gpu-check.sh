@@ -162,28 +162,27 @@ PY
         --max-evals 400 --max-seconds 100
       ;;
     profile-gemm)
-      # Nsight Compute on the best 4096^3 kernels (names as mangled: PROFILE_F32 / PROFILE_F64
-      # are template-argument prefixes), cuBLAS's kernels by name and resources, and the SASS of
-      # ours from the database's binary cache.
+      # Nsight Compute at 4096^3: the best f32 and FMA-unit f64 kernels (mangled template-argument
+      # prefixes PROFILE_F32 / PROFILE_F64; the defaults are the H200 winners) and cuBLAS's SGEMM
+      # kernel, each with the full set and the issue-stall reasons; then the SASS of ours from
+      # the database's binary cache.
       NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-      f32=${PROFILE_F32:-gemm_kernelIfLi0ELi0ELi256ELi128ELi16ELi64ELi64ELi4ELi4ELi2ELi2ELi0ELi0ELi4ELi0ELi0ELi0E}
-      f64=${PROFILE_F64:-gemm_kernelIdLi0ELi0ELi128ELi64ELi8ELi32ELi64ELi4ELi4ELi2ELi2ELi1ELi0ELi2ELi4ELi0ELi0E}
-      for dt in f32 f64; do
-        pat=$f32; [[ $dt == f64 ]] && pat=$f64
-        run_step "ncu-$dt" "$NCU" --clock-control none --target-processes all --kernel-name-base mangled \
-          -k "regex:$pat" --launch-skip 3 --launch-count 1 --set full \
-          "$KTUNE" bench gemm --dtype "$dt" --shape 4096x4096x4096 --repeats 20
+      f32=${PROFILE_F32:-gemm_kernelIfLi0ELi0ELi256ELi128ELi16ELi64ELi64ELi4ELi4ELi2ELi2ELi0ELi0ELi4ELi0ELi0ELi1ELi0E}
+      f64=${PROFILE_F64:-gemm_kernelIdLi0ELi0ELi128ELi64ELi8ELi32ELi64ELi4ELi4ELi2ELi2ELi1ELi0ELi2ELi4ELi0ELi1ELi0E}
+      stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum'
+      for what in f32 f64 cublas-f32; do
+        pat=$f32 dt=f32
+        [[ $what == f64 ]] && pat=$f64 dt=f64
+        [[ $what == cublas-f32 ]] && pat='xmma|sgemm'
+        run_step "ncu-$what" "$NCU" --clock-control none --target-processes all \
+          --kernel-name-base mangled -k "regex:$pat" --launch-skip 3 --launch-count 1 --set full \
+          --metrics "$stalls" "$KTUNE" bench gemm --dtype "$dt" --shape 4096x4096x4096 --repeats 20
       done
-      if [[ -x .gpu-state/probe/cublas_probe ]]; then
-        run_step cublas-probe .gpu-state/probe/cublas_probe
-        run_step ncu-cublas "$NCU" --clock-control none -k "regex:^(?!.*fill)" --launch-skip 0 \
-          --launch-count 400 --section LaunchStats --section SpeedOfLight .gpu-state/probe/cublas_probe
-      fi
       python3 - "$KTUNE_DB" "$LOGS" "$f32" "$f64" <<'PY' 2>&1 | tee "$LOGS/sass-extract.log"
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 for tag, pat in (("f32", sys.argv[3]), ("f64", sys.argv[4])):
-    rows = db.execute("SELECT cubin, lowered_names FROM binaries WHERE lowered_names LIKE ?", ("%" + pat + "%",)).fetchall()
+    rows = db.execute("SELECT cubin FROM binaries WHERE lowered_names LIKE ?", ("%" + pat + "%",)).fetchall()
     print(tag, "binaries:", len(rows))
     if rows:
         open(f"{sys.argv[2]}/{tag}.cubin", "wb").write(rows[0][0])
