@@ -95,22 +95,13 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
       throw Error(ErrorCode::kInvalidArgument,
                   "--only: expected NAME=VALUE[,VALUE...], got '" + text + "'");
     auto& values = options.only[text.substr(0, eq)];
-    std::size_t at = eq + 1;
-    while (at <= text.size()) {
-      const std::size_t comma = std::min(text.find(',', at), text.size());
-      const std::string item = text.substr(at, comma - at);
-      std::size_t used = 0;
+    for (const std::string& item : split(std::string_view(text).substr(eq + 1), ',')) {
       std::int64_t v = 0;
-      try {
-        v = std::stoll(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (item.empty() || used != item.size())
+      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (item.empty() || ec != std::errc() || end != item.data() + item.size())
         throw Error(ErrorCode::kInvalidArgument,
                     "--only: '" + item + "' in '" + text + "' is not an integer");
       values.push_back(v);
-      at = comma + 1;
     }
   }
   options.compile_threads = targs.jobs;

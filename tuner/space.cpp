@@ -16,11 +16,12 @@ void SearchSpace::check_only(const Family& family, const Only& only) {
     const std::vector<std::int64_t>& values = entry.second;
     auto p = std::find_if(params.begin(), params.end(),
                           [&](const Param& param) { return param.name == name; });
-    std::string names;
-    for (const auto& param : params) names += (names.empty() ? "" : ", ") + param.name;
-    if (p == params.end())
+    if (p == params.end()) {
+      std::string names;
+      for (const auto& param : params) names += (names.empty() ? "" : ", ") + param.name;
       throw Error(ErrorCode::kInvalidArgument,
                   "--only: " + family.name() + " has no parameter " + name + " (" + names + ")");
+    }
     for (std::int64_t v : values)
       if (std::find(p->values.begin(), p->values.end(), v) == p->values.end()) {
         std::string allowed;

@@ -236,27 +236,20 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::deque<std::size_t> seeds;
   {
     std::vector<std::pair<double, std::size_t>> ranked;
+    // One read of the best row per template version and problem: this problem under earlier
+    // versions (ranked first), other problems under this one (ranked by distance).
     for (const auto& r : db.best_results(family.name(), "", device_id)) {
-      if (r.problem != key || r.template_hash == hash) continue;
+      const bool earlier = r.problem == key && r.template_hash != hash;
+      if (!earlier && (r.problem == key || r.template_hash != hash)) continue;
       try {
-        Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
-        const std::size_t i = space.index_of(to_string(c));
-        if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(-1.0, i);
-      } catch (const Error&) {
-        // A parameter this template no longer has: not a seed.
-      }
-    }
-    for (const auto& r : db.best_results(family.name(), hash, device_id)) {
-      if (r.problem == key) continue;
-      try {
-        const Problem other = Problem::parse(family.name(), r.problem);
-        const double distance = problem_distance(problem, other);
+        const double distance =
+            earlier ? -1.0 : problem_distance(problem, Problem::parse(family.name(), r.problem));
         if (!std::isfinite(distance)) continue;
         Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
         const std::size_t i = space.index_of(to_string(c));
         if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(distance, i);
       } catch (const Error&) {
-        // A row this version cannot read: not a seed.
+        // A row this version cannot read (or a parameter it no longer has): not a seed.
       }
     }
     std::sort(ranked.begin(), ranked.end());
