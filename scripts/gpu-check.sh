@@ -191,6 +191,22 @@ PY
         [[ -f $LOGS/$dt.cubin ]] && cuobjdump -sass "$LOGS/$dt.cubin" > "$LOGS/$dt.sass" 2>&1
       done
       ;;
+    kcontig-probe)
+      # KCONTIG and the unchecked edge tiles on a few shapes' winning tile shapes, every
+      # combination of the code-path toggles around them (exhaustive within --only).
+      fixed=(--only MINB=1 --only UNROLL=0 --only PREFETCH=0 --only VEC=4 --only MMA=0 --only TM=4
+        --only TN=4 --only WNITER=2 --strategy exhaustive --max-evals 0)
+      run_step probe-nn-4096 "$KTUNE" tune gemm --dtype f32 --shape 4096x4096x4096 "${fixed[@]}" \
+        --only BM=256 --only BN=128 --only BK=16 --only WM=64 --only WN=64 --only SPLITK=1
+      run_step probe-tn-4096 "$KTUNE" tune gemm --dtype f32 --shape 4096x4096x4096 --op tn \
+        "${fixed[@]}" --only BM=128,256 --only BN=128,256 --only BK=16 --only WM=64 --only WN=64 \
+        --only SPLITK=1 --only SWIZZLE=1
+      run_step probe-nn-1000 "$KTUNE" tune gemm --dtype f32 --shape 1000x1000x1000 "${fixed[@]}" \
+        --only BM=64,128 --only BN=64 --only BK=16 --only WN=32 --only SPLITK=1 --only PAD=4
+      run_step probe-nn-8192x128 "$KTUNE" tune gemm --dtype f32 --shape 8192x128x8192 \
+        "${fixed[@]}" --only BM=128,256 --only BN=128 --only BK=16 --only WM=64 --only WN=64 \
+        --only SPLITK=2,4 --only PAD=4 --only SWIZZLE=1
+      ;;
     gemm-tests)
       run_step gpu-tests-gemm "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1 --gtest_filter='Gemm*'
       ;;

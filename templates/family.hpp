@@ -63,6 +63,13 @@ class Family {
   // Static constraints only (known before compiling); resource checks come after ptxas.
   virtual std::string reject(const Config& config, const Problem& problem,
                              const DeviceLimits& limits) const = 0;
+  // Pruning for a large space: the first prefix_params() parameters (in params() order) can rule
+  // out every configuration that shares them. reject_prefix() sees a configuration holding only
+  // those and returns why they cannot work, or "". It must refuse nothing that reject() accepts.
+  virtual std::size_t prefix_params() const { return 0; }
+  virtual std::string reject_prefix(const Config&, const Problem&, const DeviceLimits&) const {
+    return {};
+  }
   // Reason the compiled kernel cannot run (registers, shared memory), or "".
   virtual std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
                                       const FunctionResources&) const {

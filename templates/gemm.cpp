@@ -61,11 +61,11 @@ struct Geometry {
   std::string why;
 };
 
-Geometry geometry(const Config& c, int bytes) {
+// The tile shape: BM, BN, BK, WM, WN, TM, TN and WNITER only (the prefix of the space).
+Geometry shape_geometry(const Config& c) {
   Geometry g;
-  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK"), wm = get(c, "WM"),
-                     wn = get(c, "WN"), tm = get(c, "TM"), tn = get(c, "TN"),
-                     wni = get(c, "WNITER");
+  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), wm = get(c, "WM"), wn = get(c, "WN"),
+                     tm = get(c, "TM"), tn = get(c, "TN"), wni = get(c, "WNITER");
   if (bm % wm || bn % wn) return g.why = "warp tile does not divide the block tile", g;
   g.threads = static_cast<int>((bm / wm) * (bn / wn) * 32);
   const std::int64_t per_warp = 32 * tm * tn * wni;
@@ -77,7 +77,18 @@ Geometry geometry(const Config& c, int bytes) {
   if (g.sub_m % tm || g.sub_n % tn || (g.sub_m / tm) * (g.sub_n / tn) != 32)
     return g.why = "a sub-tile must hold exactly 32 thread tiles", g;
   g.accumulators = static_cast<int>(g.wm_iter * tm * wni * tn);
-  g.smem = static_cast<int>(get(c, "STAGES") * bk * (bm + bn + 2 * get(c, "PAD")) * bytes);
+  return g;
+}
+
+Geometry geometry(const Config& c, int bytes, bool ta, bool tb) {
+  Geometry g = shape_geometry(c);
+  if (!g.why.empty()) return g;
+  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
+  // Per stage: k-major BK x (B? + PAD), or k-contiguous B? x (BK + PAD) (KCONTIG, as in gemm.cuh).
+  const std::int64_t pad = get(c, "PAD"), kc = get(c, "KCONTIG");
+  const std::int64_t a = kc && ta ? bm * (bk + pad) : bk * (bm + pad);
+  const std::int64_t b = kc && !tb ? bn * (bk + pad) : bk * (bn + pad);
+  g.smem = static_cast<int>(get(c, "STAGES") * (a + b) * bytes);
   return g;
 }
 
@@ -111,6 +122,11 @@ class GemmFamily final : public Family {
          {1, 2, 3, 4},
          "blocks per SM the registers must leave room for (__launch_bounds__): more caps the "
          "registers per thread lower, for more warps to hide latency"},
+        {"KCONTIG",
+         {0, 2, 4},
+         "an operand that is k-contiguous in memory (A with op T, B with op N): 0 = stored "
+         "transposed into shared memory; 2 or 4 = kept k-contiguous (copied as vectors, cp.async "
+         "included) and read that many k-steps per shared-memory load"},
     };
   }
   std::string name() const override { return "gemm"; }
@@ -150,7 +166,7 @@ class GemmFamily final : public Family {
     std::vector<Config> out;
     for (const auto& c : space) {
       const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == !c.at("MMA") &&
-                         c.at("MINB") == 1 && c.at("UNROLL") == 0 && c.at("VEC") == widest &&
+                         c.at("MINB") == 1 && c.at("KCONTIG") == 0 && c.at("UNROLL") == 0 && c.at("VEC") == widest &&
                          c.at("PAD") == pad && c.at("SWIZZLE") == 1;
       if (usual || shape_of(c) == first.at(c.at("MMA"))) out.push_back(c);
     }
@@ -178,6 +194,27 @@ class GemmFamily final : public Family {
                   "gemm: a problem has exactly dtype, op, m, n, k and align");
   }
 
+  // The tile-shape parameters come first in params(): most of their combinations are no tile.
+  std::size_t prefix_params() const override { return 8; }
+  std::string reject_prefix(const Config& c, const Problem& p,
+                            const DeviceLimits& limits) const override {
+    const int bytes = dtype_bytes(p.attr("dtype"));
+    const Geometry g = shape_geometry(c);
+    if (!g.why.empty()) return g.why;
+    // 128 or 256 threads: fewer cannot hide latency, more leave too few registers per thread.
+    if ((g.threads != 128 && g.threads != 256) || g.threads > limits.max_threads_per_block)
+      return "threads per block other than 128 or 256";
+    // Square thread tiles: the transposed shapes are reached by the warp tile instead.
+    if (get(c, "TM") != get(c, "TN")) return "TM != TN";
+    // Accumulators per thread: enough FMAs per shared-memory load to approach the FMA peak
+    // (at least 64 for f32, 32 for f64), few enough to stay in registers without spilling.
+    const int min_acc =
+        std::min<int>(bytes == 4 ? 64 : 32, static_cast<int>(get(c, "BM") * get(c, "BN") / 128));
+    if (g.accumulators > (bytes == 4 ? 128 : 64) || g.accumulators < min_acc)
+      return "thread tile out of range";
+    return {};
+  }
+
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
     const int bytes = dtype_bytes(p.attr("dtype"));
     bool ta, tb;
@@ -197,20 +234,16 @@ class GemmFamily final : public Family {
         return "MMA takes TM=TN=4, WNITER=1, PREFETCH=0, UNROLL=0";
     }
     if (get(c, "STAGES") >= 3 && limits.cc_major < 8) return "cp.async stages need sm_80 or newer";
-    const Geometry g = geometry(c, bytes);
-    if (!g.why.empty()) return g.why;
-    // 128 or 256 threads: fewer cannot hide latency, more leave too few registers per thread.
-    if ((g.threads != 128 && g.threads != 256) || g.threads > limits.max_threads_per_block)
-      return "threads per block other than 128 or 256";
-    // Accumulators live in registers: beyond these the kernel spills on the FMA path.
-    // Square thread tiles: the transposed shapes are reached by the warp tile instead.
-    if (get(c, "TM") != get(c, "TN")) return "TM != TN";
-    // Accumulators per thread: enough FMAs per shared-memory load to approach the FMA peak
-    // (at least 64 for f32, 32 for f64), few enough to stay in registers without spilling.
-    const int min_acc =
-        std::min<int>(bytes == 4 ? 64 : 32, static_cast<int>(get(c, "BM") * get(c, "BN") / 128));
-    if (g.accumulators > (bytes == 4 ? 128 : 64) || g.accumulators < min_acc)
-      return "thread tile out of range";
+    if (const std::int64_t kc = get(c, "KCONTIG"); kc) {
+      if (!ta && tb) return "KCONTIG without an operand that is k-contiguous in memory (op nt)";
+      if (mma) return "KCONTIG is for the FMA units";
+      if (kc * bytes > 16) return "KCONTIG * element size exceeds 16 bytes";
+      if (get(c, "PREFETCH")) return "KCONTIG reads k-steps in groups: no PREFETCH";
+      if (get(c, "BK") % kc || (get(c, "UNROLL") && get(c, "UNROLL") % kc))
+        return "KCONTIG must divide BK and the unroll";
+    }
+    if (std::string why = reject_prefix(c, p, limits); !why.empty()) return why;
+    const Geometry g = geometry(c, bytes, ta, tb);
     const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK"), vec = get(c, "VEC");
     if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
     if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
@@ -229,15 +262,19 @@ class GemmFamily final : public Family {
       if (cap >= 255) return "MINB caps no registers at this block size (same as MINB=1)";
       // Accumulators and one set of fragments in 32-bit registers, plus addressing.
       const int words = bytes / 4;
-      const auto fragments = g.wm_iter * get(c, "TM") + get(c, "WNITER") * get(c, "TN");
+      // (KCONTIG: a k-contiguous operand's fragments are KCONTIG k-steps deep).
+      const std::int64_t kc = std::max<std::int64_t>(1, get(c, "KCONTIG"));
+      const auto fragments = g.wm_iter * get(c, "TM") * (ta ? kc : 1) +
+                             get(c, "WNITER") * get(c, "TN") * (tb ? 1 : kc);
       const auto need = (g.accumulators + fragments) * words + 24;
       if (cap < need) return "MINB leaves fewer registers than the accumulators need";
       if (minb * (g.smem + 1024) > limits.smem_per_sm)
         return "shared memory holds fewer blocks per SM than MINB";
       if (minb * g.threads > limits.max_threads_per_sm) return "more threads than an SM holds";
     }
-    // Padding only matters where a tile is stored transposed into shared memory.
-    // (the tensor-core fragments read four k rows at once: padding spreads them over the banks).
+    // Padding only matters where a tile is stored transposed into shared memory, or kept
+    // k-contiguous (KCONTIG is refused above where no operand is), or read by the tensor cores
+    // (their fragments read four k rows at once: padding spreads them over the banks).
     if (get(c, "PAD") > 0 && !ta && tb && !mma)
       return "PAD without a transposed shared-memory store";
     const std::int64_t unroll = get(c, "UNROLL");
@@ -274,7 +311,9 @@ class GemmFamily final : public Family {
       return "spills registers (" + std::to_string(res.spill_stores + res.spill_loads) + " bytes)";
     if (res.stack_frame > 0)
       return "uses local memory (" + std::to_string(res.stack_frame) + "-byte stack frame)";
-    const Geometry g = geometry(c, dtype_bytes(p.attr("dtype")));
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    const Geometry g = geometry(c, dtype_bytes(p.attr("dtype")), ta, tb);
     const int per_warp = (res.registers * 32 + 255) / 256 * 256;
     if ((g.threads / 32) * per_warp > limits.regs_per_block)
       return "registers do not fit the block";
@@ -293,7 +332,9 @@ class GemmFamily final : public Family {
   }
 
   int block_threads(const Config& c, const Problem& p) const override {
-    return geometry(c, dtype_bytes(p.attr("dtype"))).threads;
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    return geometry(c, dtype_bytes(p.attr("dtype")), ta, tb).threads;
   }
 
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
@@ -302,7 +343,7 @@ class GemmFamily final : public Family {
     const std::string type = dtype_bytes(p.attr("dtype")) == 4 ? "float" : "double";
     std::string args = type + ", " + (ta ? "1" : "0") + ", " + (tb ? "1" : "0");
     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
-                             "PREFETCH", "UNROLL", "VEC", "PAD", "MMA", "MINB"})
+                             "PREFETCH", "UNROLL", "VEC", "PAD", "MMA", "MINB", "KCONTIG"})
       args += ", " + std::to_string(get(c, name));
     const bool split = get(c, "SPLITK") > 1;
     std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
@@ -331,7 +372,8 @@ class GemmFamily final : public Family {
             {"SWIZZLE", 1},
             {"SPLITK", 1},
             {"MMA", 0},
-            {"MINB", 1}};
+            {"MINB", 1},
+            {"KCONTIG", 0}};
   }
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
@@ -542,7 +584,7 @@ Problem gemm_problem(const std::string& dtype, bool trans_a, bool trans_b, std::
 void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&,
                  const GemmCall& call, CUstream stream) {
   const int bytes = call.element_bytes;
-  const Geometry g = geometry(config, bytes);
+  const Geometry g = geometry(config, bytes, call.trans_a, call.trans_b);
   const std::int64_t bm = get(config, "BM"), bn = get(config, "BN"), bk = get(config, "BK");
   const std::int64_t tiles = ((call.m + bm - 1) / bm) * ((call.n + bn - 1) / bn);
   const std::int64_t split = get(config, "SPLITK");

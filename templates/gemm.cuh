@@ -3,8 +3,12 @@
 // operands, so every operand fragment is a vector load), warp tile WM x WN split into WMITER x
 // WNITER sub-tiles, TM x TN registers per thread and sub-tile; register-staged double buffering or
 // a cp.async pipeline of 3 or 4 stages, shared-to-register prefetch, split-K, grouped block
-// rasterization, and a register cap that keeps MINB blocks resident per SM. Edge tiles take a
-// predicated path; interior tiles run unchecked. For f64, MMA = 1 to 4 computes the warp tile
+// rasterization, and a register cap that keeps MINB blocks resident per SM. KCONTIG keeps an
+// operand that is k-contiguous in memory (A with op T, B with op N) k-contiguous in shared memory
+// too, so it is copied without a transpose and read KCONTIG k-steps per vector. Rows and columns
+// past the matrix in an edge tile read row or column 0 unchecked (their results are never
+// written); only the last k-tile and vectors that straddle m or n take the predicated path.
+// For f64, MMA = 1 to 4 computes the warp tile
 // with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see GemmDmma) from the same shared-memory
 // tiles instead of the FMA units.
 #pragma once
@@ -108,7 +112,7 @@ struct GemmDmma {
 
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
           int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
-          int SPLIT>
+          int KCONTIG, int SPLIT>
 struct GemmTile {
   static constexpr int kWarpsM = BM / WM;
   static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
@@ -116,8 +120,15 @@ struct GemmTile {
   static constexpr int kSubM = WM / kWmIter;
   static constexpr int kSubN = WN / WNITER;
   static constexpr int kLanesM = kSubM / TM;  // lanes of a warp along m
-  static constexpr int kLdA = BM + PAD;       // shared-memory row strides (k-major rows)
-  static constexpr int kLdB = BN + PAD;
+  static constexpr int kLanesN = kSubN / TN;
+  // Shared-memory layout: k-major rows (As[k][m], Bs[k][n]), or with KCONTIG k-contiguous rows
+  // (As[m][k], Bs[n][k]) for an operand that is k-contiguous in memory.
+  static constexpr bool kAk = KCONTIG > 0 && OPA == kGemmT;
+  static constexpr bool kBk = KCONTIG > 0 && OPB == kGemmN;
+  static constexpr int kLdA = kAk ? BK + PAD : BM + PAD;  // row strides
+  static constexpr int kLdB = kBk ? BK + PAD : BN + PAD;
+  static constexpr int kStageA = (kAk ? BM : BK) * kLdA;  // elements per stage
+  static constexpr int kStageB = (kBk ? BN : BK) * kLdB;
   static constexpr int kFragM = kWmIter * TM;
   static constexpr int kFragN = WNITER * TN;
   // Global -> register staging: each operand tile is read along its contiguous dimension.
@@ -127,6 +138,7 @@ struct GemmTile {
   static constexpr int kBLoads = BN * BK / VEC / kThreads;
   // Widest shared-memory access that the fragments allow (16 bytes at most).
   static constexpr int kUnroll = UNROLL == 0 ? BK : UNROLL;
+  static constexpr int kKv = KCONTIG > 0 ? KCONTIG : 1;  // k-steps per k-contiguous read
   static constexpr int kChunk = 16 / sizeof(T);
   static constexpr int kChunkM =
       TM % kChunk == 0 ? kChunk : (TM % 2 == 0 && sizeof(T) <= 8 ? 2 : 1);
@@ -162,6 +174,22 @@ struct GemmTile {
   static_assert(PAD % 4 == 0 && PAD % VEC == 0, "PAD keeps rows 16-byte aligned");
   static_assert(UNROLL == 0 || (BK % UNROLL == 0 && UNROLL % 2 == 0),
                 "UNROLL: 0 (all of BK) or an even divisor");
+  static_assert(KCONTIG == 0 || ((OPA == kGemmT || OPB == kGemmN) && !MMA && !PREFETCH &&
+                                 KCONTIG * sizeof(T) <= 16 && BK % KCONTIG == 0 &&
+                                 kUnroll % KCONTIG == 0),
+                "KCONTIG: an operand k-contiguous in memory, FMA units, no prefetch, and a k-vector "
+                "of at most 16 bytes that divides BK and the unroll");
+
+  // Where fragment element t of sub-tile w lies in the warp tile: blocked (TM consecutive rows per
+  // thread, read as vectors along m) for a k-major operand; lane-interleaved for a k-contiguous
+  // one, so the lanes of one read hit consecutive rows of the tile, which the padding spreads over
+  // the banks.
+  __device__ __forceinline__ static int a_row(int wi, int t, int lm) {
+    return wi * kSubM + (kAk ? t * kLanesM + lm : lm * TM + t);
+  }
+  __device__ __forceinline__ static int b_col(int wj, int t, int ln) {
+    return wj * kSubN + (kBk ? t * kLanesN + ln : ln * TN + t);
+  }
 };
 
 // Loads VEC consecutive elements at p; with `check`, elements with ok[e] false read as zero.
@@ -182,14 +210,14 @@ __device__ __forceinline__ Packet<T, VEC> gemm_load(const T* p, bool check, bool
 // MINB = 1 names no minimum (0): the register allocation is the one without the argument.
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
           int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
-          int SPLIT>
+          int KCONTIG, int SPLIT>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 0)
     gemm_kernel(GemmParams<T> p) {
   using G = GemmTile<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH, UNROLL, VEC,
-                     PAD, MMA, MINB, SPLIT>;
+                     PAD, MMA, MINB, KCONTIG, SPLIT>;
   extern __shared__ __align__(16) unsigned char gemm_smem[];
-  T* As = reinterpret_cast<T*>(gemm_smem);  // [STAGES][BK][kLdA]
-  T* Bs = As + STAGES * BK * G::kLdA;       // [STAGES][BK][kLdB]
+  T* As = reinterpret_cast<T*>(gemm_smem);  // [STAGES][kStageA]
+  T* Bs = As + STAGES * G::kStageA;         // [STAGES][kStageB]
 
   const int tid = threadIdx.x;
   const int tiles_m = (p.m + BM - 1) / BM;
@@ -203,6 +231,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
   const int k_tiles = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   const int full_k_tiles = k_end > k_begin ? (k_end - k_begin) / BK : 0;
   const bool interior = m0 + BM <= p.m && n0 + BN <= p.n;
+  // The unchecked loads cover an edge tile too unless a vector along m (A, op N) or n (B, op T)
+  // straddles the end of the matrix.
+  const bool whole_vectors =
+      (OPA != kGemmN || VEC == 1 || p.m % VEC == 0 || m0 + BM <= p.m) &&
+      (OPB != kGemmT || VEC == 1 || p.n % VEC == 0 || n0 + BN <= p.n);
 
   Packet<T, VEC> a_stage[G::kALoads];
   Packet<T, VEC> b_stage[G::kBLoads];
@@ -215,8 +248,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
-      const int row = OPA == kGemmN ? m0 + c : m0 + o;  // index in m
+      int row = OPA == kGemmN ? m0 + c : m0 + o;        // index in m
       const int col = OPA == kGemmN ? k0 + o : k0 + c;  // index in k
+      if (!check && row >= p.m) row = 0;  // past the matrix: any valid row, never written back
       const T* ptr = OPA == kGemmN ? p.a + row + col * p.lda : p.a + col + row * p.lda;
       bool ok[VEC];
       bool all = true;
@@ -232,8 +266,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
-      const int kk = OPB == kGemmT ? k0 + o : k0 + c;   // index in k
-      const int col = OPB == kGemmT ? n0 + c : n0 + o;  // index in n
+      const int kk = OPB == kGemmT ? k0 + o : k0 + c;  // index in k
+      int col = OPB == kGemmT ? n0 + c : n0 + o;       // index in n
+      if (!check && col >= p.n) col = 0;
       const T* ptr = OPB == kGemmT ? p.b + col + kk * p.ldb : p.b + kk + col * p.ldb;
       bool ok[VEC];
       bool all = true;
@@ -246,22 +281,22 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
     }
   };
   auto load = [&](int kt) {
-    if (interior && kt < full_k_tiles)
+    if (whole_vectors && kt < full_k_tiles)
       load_tiles(kt, false);
     else
       load_tiles(kt, true);
   };
 
-  // Registers -> shared memory, both operands k-major: As[k][m], Bs[k][n].
+  // Registers -> shared memory: As[k][m], Bs[k][n], or As[m][k], Bs[n][k] (kAk, kBk).
   auto store = [&](int stage) {
-    T* as = As + stage * BK * G::kLdA;
-    T* bs = Bs + stage * BK * G::kLdB;
+    T* as = As + stage * G::kStageA;
+    T* bs = Bs + stage * G::kStageB;
 #pragma unroll
     for (int l = 0; l < G::kALoads; ++l) {
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
-      if (OPA == kGemmN) {
+      if (OPA == kGemmN || G::kAk) {
         *reinterpret_cast<Packet<T, VEC>*>(as + o * G::kLdA + c) = a_stage[l];
       } else {
 #pragma unroll
@@ -273,7 +308,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
-      if (OPB == kGemmT) {
+      if (OPB == kGemmT || G::kBk) {
         *reinterpret_cast<Packet<T, VEC>*>(bs + o * G::kLdB + c) = b_stage[l];
       } else {
 #pragma unroll
@@ -283,26 +318,38 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
   };
 
   // Global -> shared memory without registers (STAGES >= 3), with the same vector mapping. An
-  // operand whose contiguous dimension is the shared-memory row (A with op N, B with op T) moves
-  // VEC elements per copy, zero-filled past the matrix; the other is stored transposed, one
-  // element per copy.
+  // operand whose contiguous dimension is the shared-memory row (A with op N, B with op T, and a
+  // k-contiguous operand kept so) moves VEC elements per copy, zero-filled past the matrix; the
+  // other is stored transposed, one element per copy.
   auto copy_async = [&](int kt, int stage, bool check) {
     const int k0 = k_begin + kt * BK;
-    T* as = As + stage * BK * G::kLdA;
-    T* bs = Bs + stage * BK * G::kLdB;
+    T* as = As + stage * G::kStageA;
+    T* bs = Bs + stage * G::kStageB;
 #pragma unroll
     for (int l = 0; l < G::kALoads; ++l) {
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
       if (OPA == kGemmN) {
-        const int row = m0 + c, col = k0 + o;
+        int row = m0 + c;
+        const int col = k0 + o;
+        if (!check && row >= p.m) row = 0;
         const int valid = !check ? VEC : (col < k_end ? max(0, min(VEC, p.m - row)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
                                        valid ? p.a + row + col * p.lda : p.a,
                                        valid * static_cast<int>(sizeof(T)));
+      } else if (G::kAk) {
+        int row = m0 + o;
+        const int col = k0 + c;
+        if (!check && row >= p.m) row = 0;
+        const int valid = !check ? VEC : (row < p.m ? max(0, min(VEC, k_end - col)) : 0);
+        gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
+                                       valid ? p.a + col + row * p.lda : p.a,
+                                       valid * static_cast<int>(sizeof(T)));
       } else {
-        const int row = m0 + o, col = k0 + c;
+        int row = m0 + o;
+        const int col = k0 + c;
+        if (!check && row >= p.m) row = 0;
         const T* ptr = p.a + col + row * p.lda;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
@@ -318,13 +365,25 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
       if (OPB == kGemmT) {
-        const int kk = k0 + o, col = n0 + c;
+        const int kk = k0 + o;
+        int col = n0 + c;
+        if (!check && col >= p.n) col = 0;
         const int valid = !check ? VEC : (kk < k_end ? max(0, min(VEC, p.n - col)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
                                        valid ? p.b + col + kk * p.ldb : p.b,
                                        valid * static_cast<int>(sizeof(T)));
+      } else if (G::kBk) {
+        const int kk = k0 + c;
+        int col = n0 + o;
+        if (!check && col >= p.n) col = 0;
+        const int valid = !check ? VEC : (col < p.n ? max(0, min(VEC, k_end - kk)) : 0);
+        gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
+                                       valid ? p.b + kk + col * p.ldb : p.b,
+                                       valid * static_cast<int>(sizeof(T)));
       } else {
-        const int kk = k0 + c, col = n0 + o;
+        const int kk = k0 + c;
+        int col = n0 + o;
+        if (!check && col >= p.n) col = 0;
         const T* ptr = p.b + kk + col * p.ldb;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
@@ -336,7 +395,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
     }
   };
   auto issue_async = [&](int kt, int stage) {
-    if (interior && kt < full_k_tiles)
+    if (whole_vectors && kt < full_k_tiles)
       copy_async(kt, stage, false);
     else
       copy_async(kt, stage, true);
@@ -358,7 +417,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
   T af[PREFETCH ? 2 : 1][G::kFragM];
   T bf[PREFETCH ? 2 : 1][G::kFragN];
 
-  auto load_fragments = [&](const T* as, const T* bs, int kk, int slot) {
+  // Fragments of one k-step from k-major tiles: TM (TN) consecutive rows per thread and sub-tile.
+  auto load_a_fragment = [&](const T* as, int kk, int slot) {
 #pragma unroll
     for (int wi = 0; wi < G::kWmIter; ++wi)
 #pragma unroll
@@ -368,6 +428,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
 #pragma unroll
         for (int e = 0; e < G::kChunkM; ++e) af[slot][wi * TM + i + e] = v.v[e];
       }
+  };
+  auto load_b_fragment = [&](const T* bs, int kk, int slot) {
 #pragma unroll
     for (int wj = 0; wj < WNITER; ++wj)
 #pragma unroll
@@ -377,6 +439,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
 #pragma unroll
         for (int e = 0; e < G::kChunkN; ++e) bf[slot][wj * TN + j + e] = v.v[e];
       }
+  };
+  auto load_fragments = [&](const T* as, const T* bs, int kk, int slot) {
+    load_a_fragment(as, kk, slot);
+    load_b_fragment(bs, kk, slot);
   };
   auto fma_fragments = [&](int slot) {
 #pragma unroll
@@ -396,8 +462,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
   const int lr = lane / 4, lk = lane % 4;
 
   auto compute = [&](int stage) {
-    const T* as = As + stage * BK * G::kLdA;
-    const T* bs = Bs + stage * BK * G::kLdB;
+    const T* as = As + stage * G::kStageA;
+    const T* bs = Bs + stage * G::kStageB;
     if constexpr (MMA) {
       constexpr int halves = D::kM / 8;
 #pragma unroll
@@ -418,6 +484,47 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
         for (int i = 0; i < G::kMmaM; ++i)
 #pragma unroll
           for (int j = 0; j < G::kMmaN; ++j) D::run(macc[i][j], a[i], b[j]);
+      }
+    } else if (KCONTIG) {
+      // Groups of kKv k-steps: a k-contiguous operand's fragments are kKv-wide vectors read once
+      // per group, a k-major operand's are read per k-step as above.
+      constexpr int kv = G::kKv;
+#pragma unroll G::kUnroll / G::kKv
+      for (int kg = 0; kg < BK; kg += kv) {
+        T av[G::kAk ? G::kFragM : 1][kv];
+        T bv[G::kBk ? G::kFragN : 1][kv];
+        if constexpr (G::kAk) {
+#pragma unroll
+          for (int wi = 0; wi < G::kWmIter; ++wi)
+#pragma unroll
+            for (int t = 0; t < TM; ++t) {
+              const auto v = *reinterpret_cast<const Packet<T, kv>*>(
+                  as + (wm0 + G::a_row(wi, t, lm)) * G::kLdA + kg);
+#pragma unroll
+              for (int e = 0; e < kv; ++e) av[wi * TM + t][e] = v.v[e];
+            }
+        }
+        if constexpr (G::kBk) {
+#pragma unroll
+          for (int wj = 0; wj < WNITER; ++wj)
+#pragma unroll
+            for (int t = 0; t < TN; ++t) {
+              const auto v = *reinterpret_cast<const Packet<T, kv>*>(
+                  bs + (wn0 + G::b_col(wj, t, ln)) * G::kLdB + kg);
+#pragma unroll
+              for (int e = 0; e < kv; ++e) bv[wj * TN + t][e] = v.v[e];
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < kv; ++e) {
+          if constexpr (!G::kAk) load_a_fragment(as, kg + e, 0);
+          if constexpr (!G::kBk) load_b_fragment(bs, kg + e, 0);
+#pragma unroll
+          for (int i = 0; i < G::kFragM; ++i)
+#pragma unroll
+            for (int j = 0; j < G::kFragN; ++j)
+              acc[i][j] = fma(G::kAk ? av[i][e] : af[0][i], G::kBk ? bv[j][e] : bf[0][j], acc[i][j]);
+        }
       }
     } else if (PREFETCH) {
       load_fragments(as, bs, 0, 0);
@@ -498,18 +605,29 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
         }
     return;
   }
-  if (!SPLIT && interior && p.c_vector && TM % G::kChunk == 0) {
-    // A thread's TM rows of a column are contiguous: write them as 16-byte vectors.
+  if (!SPLIT && p.c_vector && TM % G::kChunk == 0 && !G::kAk) {
+    // A thread's TM rows of a column are contiguous: write them as 16-byte vectors, or element by
+    // element where a vector would cross the end of the matrix.
 #pragma unroll
     for (int wi = 0; wi < G::kWmIter; ++wi)
 #pragma unroll
       for (int i = 0; i < TM; i += G::kChunk) {
-        const int row = m0 + wm0 + wi * G::kSubM + lm * TM + i;
+        const int row = m0 + wm0 + G::a_row(wi, i, lm);
 #pragma unroll
         for (int wj = 0; wj < WNITER; ++wj)
 #pragma unroll
           for (int j = 0; j < TN; ++j) {
-            const int col = n0 + wn0 + wj * G::kSubN + ln * TN + j;
+            const int col = n0 + wn0 + G::b_col(wj, j, ln);
+            if (!interior && (col >= p.n || row + G::kChunk > p.m)) {
+#pragma unroll
+              for (int e = 0; e < G::kChunk; ++e) {
+                if (col >= p.n || row + e >= p.m) continue;
+                const T v = acc[wi * TM + i + e][wj * TN + j];
+                T* cp = p.c + row + e + static_cast<long long>(col) * p.ldc;
+                *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
+              }
+              continue;
+            }
             auto* cp = reinterpret_cast<Packet<T, G::kChunk>*>(p.c + row +
                                                                static_cast<long long>(col) * p.ldc);
             Packet<T, G::kChunk> v;
@@ -532,12 +650,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
   for (int wi = 0; wi < G::kWmIter; ++wi)
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
-      const int row = m0 + wm0 + wi * G::kSubM + lm * TM + i;
+      const int row = m0 + wm0 + G::a_row(wi, i, lm);
 #pragma unroll
       for (int wj = 0; wj < WNITER; ++wj)
 #pragma unroll
         for (int j = 0; j < TN; ++j) {
-          const int col = n0 + wn0 + wj * G::kSubN + ln * TN + j;
+          const int col = n0 + wn0 + G::b_col(wj, j, ln);
           if (!interior && (row >= p.m || col >= p.n)) continue;
           const T v = acc[wi * TM + i][wj * TN + j];
           if (SPLIT) {

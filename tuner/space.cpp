@@ -38,9 +38,11 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
   check_only(family, only);
   const auto& params = family.params();
   // The values each parameter takes here (a subset where `only` names it), walked as an
-  // odometer over one configuration updated in place, last parameter fastest.
+  // odometer over one configuration updated in place, last parameter fastest. The family's
+  // prefix parameters are walked first: a prefix it rules out skips all the rest at once.
   const std::size_t n = params.size();
   if (n == 0) return;
+  const std::size_t prefix = std::min(family.prefix_params(), n);
   std::vector<std::vector<std::int64_t>> values(n);
   Config c;
   std::vector<std::int64_t*> slot(n);
@@ -52,27 +54,45 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
         values[i].push_back(v);
     if (values[i].empty()) return;
     slot[i] = &c[params[i].name];
-    *slot[i] = values[i][0];
   }
+  std::size_t rest = 1;  // combinations of the parameters after the prefix
+  for (std::size_t i = prefix; i < n; ++i) rest *= values[i].size();
   std::vector<std::size_t> digit(n, 0);
-  while (true) {
-    ++total_;
-    if (family.reject(c, problem, limits).empty()) {
-      index_.emplace(to_string(c), configs_.size());
-      configs_.push_back(c);
-    }
-    std::size_t i = n;
-    while (i > 0) {
-      --i;
-      if (++digit[i] < values[i].size()) {
-        *slot[i] = values[i][digit[i]];
-        break;
+  // Visits every combination of parameters [lo, hi), the others held.
+  auto walk = [&](std::size_t lo, std::size_t hi, auto&& visit) {
+    for (std::size_t i = lo; i < hi; ++i) digit[i] = 0, *slot[i] = values[i][0];
+    while (true) {
+      visit();
+      std::size_t i = hi;
+      while (true) {
+        if (i == lo) return;
+        --i;
+        if (++digit[i] < values[i].size()) {
+          *slot[i] = values[i][digit[i]];
+          break;
+        }
+        digit[i] = 0;
+        *slot[i] = values[i][0];
       }
-      digit[i] = 0;
-      *slot[i] = values[i][0];
-      if (i == 0) return;
     }
-  }
+  };
+  walk(0, prefix, [&] {
+    if (prefix > 0) {
+      Config head;
+      for (std::size_t i = 0; i < prefix; ++i) head[params[i].name] = *slot[i];
+      if (!family.reject_prefix(head, problem, limits).empty()) {
+        total_ += rest;
+        return;
+      }
+    }
+    walk(prefix, n, [&] {
+      ++total_;
+      if (family.reject(c, problem, limits).empty()) {
+        index_.emplace(to_string(c), configs_.size());
+        configs_.push_back(c);
+      }
+    });
+  });
 }
 
 std::size_t SearchSpace::index_of(const std::string& config_text) const {

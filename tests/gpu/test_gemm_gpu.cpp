@@ -255,6 +255,20 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       {"f64",
        "BK=8,BM=64,BN=64,MINB=3,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=2,SWIZZLE=8,TM=4,TN=4,"
        "UNROLL=0,VEC=2,WM=32,WN=32,WNITER=1"},
+      // k-contiguous operands kept so in shared memory (KCONTIG; nt has none, so it runs 0):
+      // through cp.async, through registers with split-K, unbuffered, and for f64.
+      {"f32",
+       "BK=16,BM=128,BN=128,KCONTIG=4,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=8,TM=4,"
+       "TN=4,UNROLL=0,VEC=4,WM=64,WN=32,WNITER=2"},
+      {"f32",
+       "BK=8,BM=64,BN=64,KCONTIG=2,MMA=0,PAD=4,PREFETCH=0,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,"
+       "UNROLL=2,VEC=4,WM=32,WN=32,WNITER=1"},
+      {"f32",
+       "BK=16,BM=64,BN=128,KCONTIG=4,MMA=0,PAD=0,PREFETCH=0,SPLITK=1,STAGES=1,SWIZZLE=1,TM=4,TN=4,"
+       "UNROLL=0,VEC=4,WM=32,WN=64,WNITER=2"},
+      {"f64",
+       "BK=8,BM=64,BN=64,KCONTIG=2,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,"
+       "UNROLL=0,VEC=2,WM=32,WN=32,WNITER=1"},
   };
   std::uint64_t seed = 5000;
   for (const Pin& pin : pins) {
@@ -272,7 +286,7 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
                                              std::string(pin.dtype) == "f32" ? 4 : 2);
           // FMA tiles of nt are stored without a transpose: no padding there.
           Config config = family.normalize(parse_config(pin.config));
-          if (!ta && tb && config.at("MMA") == 0) config["PAD"] = 0;
+          if (!ta && tb && config.at("MMA") == 0) config["PAD"] = 0, config["KCONTIG"] = 0;
           ASSERT_EQ(family.reject(config, tuned, ktune_held_device.limits()), "");
           ResultRecord r;
           r.device_id = db.ensure_device(ktune_held_device.info());
@@ -318,6 +332,9 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
     EXPECT_EQ(used.at("STAGES"), pinned.at("STAGES")) << choice.config;
     EXPECT_EQ(used.at("MMA"), pinned.at("MMA")) << choice.config;
     EXPECT_EQ(used.at("BM"), pinned.at("BM")) << choice.config;
+    if (pinned.count("KCONTIG")) {
+      EXPECT_EQ(used.at("KCONTIG"), pinned.at("KCONTIG")) << choice.config;  // nn keeps it
+    }
   }
 }
 

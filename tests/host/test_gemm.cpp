@@ -78,14 +78,28 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
                            gemm_problem("f32", false, false, 64, 64, 262144, 4)}) {
     SearchSpace s(f, p, lim);
     ASSERT_GT(s.size(), 50u) << p.key();
-    bool any_split = false, any_minb = false;
+    bool any_split = false, any_minb = false, any_kcontig = false;
     for (const auto& c : s.configs()) {
       const std::int64_t threads = (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")) * 32;
       EXPECT_TRUE(threads == 128 || threads == 256);
       EXPECT_LE(c.at("VEC"), p.size("align"));
-      EXPECT_LE(c.at("STAGES") * c.at("BK") * (c.at("BM") + c.at("BN") + 2 * c.at("PAD")) *
-                    (p.attr("dtype") == "f32" ? 4 : 8),
+      // Shared memory per stage: BK x (BM + PAD), or BM x (BK + PAD) for A kept k-contiguous
+      // (KCONTIG, op T); the same for B (op N).
+      const bool ta = p.attr("op")[0] == 't', tb = p.attr("op")[1] == 't';
+      const std::int64_t kc = c.at("KCONTIG"), bk = c.at("BK"), pad = c.at("PAD");
+      const std::int64_t a = kc && ta ? c.at("BM") * (bk + pad) : bk * (c.at("BM") + pad);
+      const std::int64_t b = kc && !tb ? c.at("BN") * (bk + pad) : bk * (c.at("BN") + pad);
+      EXPECT_LE(c.at("STAGES") * (a + b) * (p.attr("dtype") == "f32" ? 4 : 8),
                 lim.smem_per_block_optin);
+      if (kc) {
+        // Only where an operand is k-contiguous in memory, on the FMA units, in whole vectors.
+        EXPECT_TRUE(ta || !tb) << to_string(c);
+        EXPECT_EQ(c.at("MMA"), 0) << to_string(c);
+        EXPECT_EQ(c.at("PREFETCH"), 0) << to_string(c);
+        EXPECT_LE(kc * (p.attr("dtype") == "f32" ? 4 : 8), 16) << to_string(c);
+        EXPECT_EQ(bk % kc, 0) << to_string(c);
+        any_kcontig = true;
+      }
       if (c.at("MINB") > 1) {
         // A register cap below 255 that the accumulators fit under, and room for MINB blocks.
         const std::int64_t cap = lim.regs_per_sm / (c.at("MINB") * threads) / 8 * 8;
@@ -107,6 +121,7 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
       }
     }
     EXPECT_TRUE(any_minb) << p.key();
+    EXPECT_TRUE(any_kcontig) << p.key();  // nn and tn: B, and A and B, are k-contiguous
     if (p.size("m") == 64) {
       EXPECT_TRUE(any_split);
     }
@@ -114,6 +129,35 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
       EXPECT_FALSE(any_split);
     }
   }
+}
+
+TEST(GemmSpace, KcontigOnlyWhereAnOperandIsKContiguousInMemory) {
+  const Family& f = find_family("gemm");
+  const DeviceLimits lim = DeviceLimits::for_arch(9, 0);
+  Config c = f.default_config(gemm_problem("f32", false, false, 4096, 4096, 4096, 4), lim);
+  c["PREFETCH"] = 0, c["PAD"] = 4, c["VEC"] = 4;
+  for (std::int64_t kc : {2, 4}) {
+    c["KCONTIG"] = kc;
+    // nn: B, tn: A and B, tt: A are k-contiguous; nt has none.
+    EXPECT_EQ(f.reject(c, gemm_problem("f32", false, false, 4096, 4096, 4096, 4), lim), "");
+    EXPECT_EQ(f.reject(c, gemm_problem("f32", true, false, 4096, 4096, 4096, 4), lim), "");
+    EXPECT_EQ(f.reject(c, gemm_problem("f32", true, true, 4096, 4096, 4096, 4), lim), "");
+    EXPECT_NE(f.reject(c, gemm_problem("f32", false, true, 4096, 4096, 4096, 4), lim)
+                  .find("KCONTIG"),
+              std::string::npos);
+  }
+  // 4 doubles are 32 bytes, more than one shared-memory load moves.
+  Config d = c;
+  d["KCONTIG"] = 4, d["VEC"] = 2;
+  EXPECT_NE(f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim).find("KCONTIG"),
+            std::string::npos);
+  d["KCONTIG"] = 2;
+  EXPECT_EQ(f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim), "");
+  d["PREFETCH"] = 1;
+  EXPECT_NE(f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim).find("PREFETCH"),
+            std::string::npos);
+  SearchSpace nt(f, gemm_problem("f32", false, true, 4096, 4096, 4096, 4), lim);
+  for (const auto& x : nt.configs()) EXPECT_EQ(x.at("KCONTIG"), 0) << to_string(x);
 }
 
 TEST(GemmSpace, DefaultIsValidForEveryProblemAndAdaptNarrowsVectors) {

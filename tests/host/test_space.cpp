@@ -64,6 +64,46 @@ TEST(SearchSpace, OnlyHoldsParametersToTheGivenValues) {
   EXPECT_EQ(SearchSpace(gemm, f32, DeviceLimits::for_arch(7, 0), {{"STAGES", {3, 4}}}).size(), 0u);
 }
 
+TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
+  // GEMM rules out most tile shapes by their first 8 parameters and skips the rest of those
+  // combinations; here the whole product (narrowed by `only`) is walked by brute force instead.
+  const Family& gemm = find_family("gemm");
+  ASSERT_GT(gemm.prefix_params(), 0u);
+  const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
+  const SearchSpace::Only only = {{"SPLITK", {1, 4}}, {"MMA", {0, 2}}, {"MINB", {1, 2}},
+                                  {"SWIZZLE", {1}},   {"UNROLL", {0}},  {"STAGES", {2, 3}}};
+  for (const char* key : {"align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn",
+                          "align=2;dtype=f64;k=9000;m=64;n=200;op=tn"}) {
+    const Problem p = Problem::parse("gemm", key);
+    SearchSpace pruned(gemm, p, limits, only);
+    std::vector<std::vector<std::int64_t>> values;
+    for (const auto& param : gemm.params()) {
+      auto held = only.find(param.name);
+      values.push_back(held == only.end() ? param.values : held->second);
+    }
+    Config c;
+    std::size_t total = 0, accepted = 0;
+    std::function<void(std::size_t)> walk = [&](std::size_t i) {
+      if (i == values.size()) {
+        ++total;
+        if (gemm.reject(c, p, limits).empty()) {
+          ++accepted;
+          EXPECT_NE(pruned.index_of(to_string(c)), SearchSpace::npos) << to_string(c);
+        }
+        return;
+      }
+      for (std::int64_t v : values[i]) {
+        c[gemm.params()[i].name] = v;
+        walk(i + 1);
+      }
+    };
+    walk(0);
+    EXPECT_EQ(pruned.total(), total) << key;
+    EXPECT_EQ(pruned.size(), accepted) << key;
+    EXPECT_GT(accepted, 10u) << key;
+  }
+}
+
 TEST(SearchSpace, DeviceLimitsPrune) {
   const Family& f = find_family("elementwise");
   DeviceLimits small = DeviceLimits::for_arch(9, 0);
