@@ -15,7 +15,7 @@ mkdir -p "$OUT" "$LOGS"
 export KTUNE_DB=${KTUNE_DB:-$PWD/.gpu-state/tuning.db}
 mkdir -p "$(dirname "$KTUNE_DB")"
 export KTUNE_COMMIT=${KTUNE_COMMIT:-unknown}
-KTUNE="$BUILD/ktune"
+KTUNE=${KTUNE_BIN:-$BUILD/ktune}  # another build's binary for A/B runs of a template
 steps=("$@")
 ((${#steps[@]})) || steps=(info tests tune-elementwise bench-elementwise tune-histogram bench-histogram)
 summary=()
@@ -203,6 +203,9 @@ PY
         --only SPLITK=1 --only SWIZZLE=1
       run_step probe-nn-1000 "$KTUNE" tune gemm --dtype f32 --shape 1000x1000x1000 "${fixed[@]}" \
         --only BM=64,128 --only BN=64 --only BK=16 --only WN=32 --only SPLITK=1 --only PAD=4
+      run_step probe-nn-4095 "$KTUNE" tune gemm --dtype f32 --shape 4095x4095x4095 "${fixed[@]}" \
+        --only BM=256 --only BN=128 --only BK=16 --only WM=64 --only WN=64 --only SPLITK=1 \
+        --only PAD=4 --only STAGES=2
       run_step probe-nn-8192x128 "$KTUNE" tune gemm --dtype f32 --shape 8192x128x8192 \
         "${fixed[@]}" --only BM=128,256 --only BN=128 --only BK=16 --only WM=64 --only WN=64 \
         --only SPLITK=2,4 --only PAD=4 --only SWIZZLE=1

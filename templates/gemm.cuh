@@ -248,10 +248,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
-      int row = OPA == kGemmN ? m0 + c : m0 + o;        // index in m
+      const int row = OPA == kGemmN ? m0 + c : m0 + o;  // index in m
       const int col = OPA == kGemmN ? k0 + o : k0 + c;  // index in k
-      if (!check && row >= p.m) row = 0;  // past the matrix: any valid row, never written back
-      const T* ptr = OPA == kGemmN ? p.a + row + col * p.lda : p.a + col + row * p.lda;
+      // A row past the matrix reads row 0 instead (its results are never written back).
+      const int row_in = row < p.m ? row : 0;
+      const T* ptr = OPA == kGemmN ? p.a + row_in + col * p.lda : p.a + col + row_in * p.lda;
       bool ok[VEC];
       bool all = true;
 #pragma unroll
@@ -266,10 +267,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
-      const int kk = OPB == kGemmT ? k0 + o : k0 + c;  // index in k
-      int col = OPB == kGemmT ? n0 + c : n0 + o;       // index in n
-      if (!check && col >= p.n) col = 0;
-      const T* ptr = OPB == kGemmT ? p.b + col + kk * p.ldb : p.b + kk + col * p.ldb;
+      const int kk = OPB == kGemmT ? k0 + o : k0 + c;   // index in k
+      const int col = OPB == kGemmT ? n0 + c : n0 + o;  // index in n
+      const int col_in = col < p.n ? col : 0;
+      const T* ptr = OPB == kGemmT ? p.b + col_in + kk * p.ldb : p.b + kk + col_in * p.ldb;
       bool ok[VEC];
       bool all = true;
 #pragma unroll
@@ -331,26 +332,22 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
       if (OPA == kGemmN) {
-        int row = m0 + c;
-        const int col = k0 + o;
-        if (!check && row >= p.m) row = 0;
+        const int row = m0 + c, col = k0 + o;
+        const int row_in = row < p.m ? row : 0;
         const int valid = !check ? VEC : (col < k_end ? max(0, min(VEC, p.m - row)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
-                                       valid ? p.a + row + col * p.lda : p.a,
+                                       valid ? p.a + row_in + col * p.lda : p.a,
                                        valid * static_cast<int>(sizeof(T)));
       } else if (G::kAk) {
-        int row = m0 + o;
-        const int col = k0 + c;
-        if (!check && row >= p.m) row = 0;
+        const int row = m0 + o, col = k0 + c;
+        const int row_in = row < p.m ? row : 0;
         const int valid = !check ? VEC : (row < p.m ? max(0, min(VEC, k_end - col)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
-                                       valid ? p.a + col + row * p.lda : p.a,
+                                       valid ? p.a + col + row_in * p.lda : p.a,
                                        valid * static_cast<int>(sizeof(T)));
       } else {
-        int row = m0 + o;
-        const int col = k0 + c;
-        if (!check && row >= p.m) row = 0;
-        const T* ptr = p.a + col + row * p.lda;
+        const int row = m0 + o, col = k0 + c;
+        const T* ptr = p.a + col + (row < p.m ? row : 0) * p.lda;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           const bool ok = !check || (row < p.m && col + e < k_end);
@@ -365,26 +362,22 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
       if (OPB == kGemmT) {
-        const int kk = k0 + o;
-        int col = n0 + c;
-        if (!check && col >= p.n) col = 0;
+        const int kk = k0 + o, col = n0 + c;
+        const int col_in = col < p.n ? col : 0;
         const int valid = !check ? VEC : (kk < k_end ? max(0, min(VEC, p.n - col)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
-                                       valid ? p.b + col + kk * p.ldb : p.b,
+                                       valid ? p.b + col_in + kk * p.ldb : p.b,
                                        valid * static_cast<int>(sizeof(T)));
       } else if (G::kBk) {
-        const int kk = k0 + c;
-        int col = n0 + o;
-        if (!check && col >= p.n) col = 0;
+        const int kk = k0 + c, col = n0 + o;
+        const int col_in = col < p.n ? col : 0;
         const int valid = !check ? VEC : (col < p.n ? max(0, min(VEC, k_end - kk)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
-                                       valid ? p.b + kk + col * p.ldb : p.b,
+                                       valid ? p.b + kk + col_in * p.ldb : p.b,
                                        valid * static_cast<int>(sizeof(T)));
       } else {
-        const int kk = k0 + c;
-        int col = n0 + o;
-        if (!check && col >= p.n) col = 0;
-        const T* ptr = p.b + kk + col * p.ldb;
+        const int kk = k0 + c, col = n0 + o;
+        const T* ptr = p.b + kk + (col < p.n ? col : 0) * p.ldb;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           const bool ok = !check || (col < p.n && kk + e < k_end);
@@ -605,9 +598,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
         }
     return;
   }
-  if (!SPLIT && p.c_vector && TM % G::kChunk == 0 && !G::kAk) {
-    // A thread's TM rows of a column are contiguous: write them as 16-byte vectors, or element by
-    // element where a vector would cross the end of the matrix.
+  if (!SPLIT && interior && p.c_vector && TM % G::kChunk == 0 && !G::kAk) {
+    // A thread's TM rows of a column are contiguous: write them as 16-byte vectors.
 #pragma unroll
     for (int wi = 0; wi < G::kWmIter; ++wi)
 #pragma unroll
@@ -618,16 +610,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
 #pragma unroll
           for (int j = 0; j < TN; ++j) {
             const int col = n0 + wn0 + G::b_col(wj, j, ln);
-            if (!interior && (col >= p.n || row + G::kChunk > p.m)) {
-#pragma unroll
-              for (int e = 0; e < G::kChunk; ++e) {
-                if (col >= p.n || row + e >= p.m) continue;
-                const T v = acc[wi * TM + i + e][wj * TN + j];
-                T* cp = p.c + row + e + static_cast<long long>(col) * p.ldc;
-                *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
-              }
-              continue;
-            }
             auto* cp = reinterpret_cast<Packet<T, G::kChunk>*>(p.c + row +
                                                                static_cast<long long>(col) * p.ldc);
             Packet<T, G::kChunk> v;
