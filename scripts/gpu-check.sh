@@ -167,8 +167,8 @@ PY
       # kernel, each with the full set and the issue-stall reasons; then the SASS of ours from
       # the database's binary cache.
       NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-      f32=${PROFILE_F32:-gemm_kernelIfLi0ELi0ELi256ELi128ELi16ELi64ELi64ELi4ELi4ELi2ELi2ELi0ELi0ELi4ELi0ELi0ELi1ELi0E}
-      f64=${PROFILE_F64:-gemm_kernelIdLi0ELi0ELi128ELi64ELi8ELi32ELi64ELi4ELi4ELi2ELi2ELi1ELi0ELi2ELi4ELi0ELi1ELi0E}
+      f32=${PROFILE_F32:-gemm_kernelIfLi0ELi0ELi256ELi128ELi16ELi64ELi64ELi4ELi4ELi2ELi2ELi0ELi0ELi4ELi0ELi0ELi1ELi0ELi0E}
+      f64=${PROFILE_F64:-gemm_kernelIdLi0ELi0ELi128ELi64ELi8ELi32ELi64ELi4ELi4ELi2ELi2ELi1ELi0ELi2ELi4ELi0ELi1ELi0ELi0E}
       stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum'
       for what in f32 f64 cublas-f32; do
         pat=$f32 dt=f32

@@ -7,10 +7,9 @@
 // operand that is k-contiguous in memory (A with op T, B with op N) k-contiguous in shared memory
 // too, so it is copied without a transpose and read KCONTIG k-steps per vector. Rows and columns
 // past the matrix in an edge tile read row or column 0 unchecked (their results are never
-// written); only the last k-tile and vectors that straddle m or n take the predicated path.
-// For f64, MMA = 1 to 4 computes the warp tile
-// with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see GemmDmma) from the same shared-memory
-// tiles instead of the FMA units.
+// written); only the last k-tile and vectors that straddle m or n take the predicated path. For
+// f64, MMA = 1 to 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see
+// GemmDmma) from the same shared-memory tiles instead of the FMA units.
 #pragma once
 
 #include "common.cuh"
@@ -248,11 +247,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
-      const int row = OPA == kGemmN ? m0 + c : m0 + o;  // index in m
+      int row = OPA == kGemmN ? m0 + c : m0 + o;        // index in m
       const int col = OPA == kGemmN ? k0 + o : k0 + c;  // index in k
-      // A row past the matrix reads row 0 instead (its results are never written back).
-      const int row_in = row < p.m ? row : 0;
-      const T* ptr = OPA == kGemmN ? p.a + row_in + col * p.lda : p.a + col + row_in * p.lda;
+      if (!check && row >= p.m) row = 0;  // past the matrix: any valid row, never written back
+      const T* ptr = OPA == kGemmN ? p.a + row + col * p.lda : p.a + col + row * p.lda;
       bool ok[VEC];
       bool all = true;
 #pragma unroll
@@ -267,10 +265,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int v = tid + l * G::kThreads;
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
-      const int kk = OPB == kGemmT ? k0 + o : k0 + c;   // index in k
-      const int col = OPB == kGemmT ? n0 + c : n0 + o;  // index in n
-      const int col_in = col < p.n ? col : 0;
-      const T* ptr = OPB == kGemmT ? p.b + col_in + kk * p.ldb : p.b + kk + col_in * p.ldb;
+      const int kk = OPB == kGemmT ? k0 + o : k0 + c;  // index in k
+      int col = OPB == kGemmT ? n0 + c : n0 + o;       // index in n
+      if (!check && col >= p.n) col = 0;
+      const T* ptr = OPB == kGemmT ? p.b + col + kk * p.ldb : p.b + kk + col * p.ldb;
       bool ok[VEC];
       bool all = true;
 #pragma unroll
@@ -332,22 +330,26 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
       if (OPA == kGemmN) {
-        const int row = m0 + c, col = k0 + o;
-        const int row_in = row < p.m ? row : 0;
+        int row = m0 + c;
+        const int col = k0 + o;
+        if (!check && row >= p.m) row = 0;
         const int valid = !check ? VEC : (col < k_end ? max(0, min(VEC, p.m - row)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
-                                       valid ? p.a + row_in + col * p.lda : p.a,
+                                       valid ? p.a + row + col * p.lda : p.a,
                                        valid * static_cast<int>(sizeof(T)));
       } else if (G::kAk) {
-        const int row = m0 + o, col = k0 + c;
-        const int row_in = row < p.m ? row : 0;
+        int row = m0 + o;
+        const int col = k0 + c;
+        if (!check && row >= p.m) row = 0;
         const int valid = !check ? VEC : (row < p.m ? max(0, min(VEC, k_end - col)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
-                                       valid ? p.a + col + row_in * p.lda : p.a,
+                                       valid ? p.a + col + row * p.lda : p.a,
                                        valid * static_cast<int>(sizeof(T)));
       } else {
-        const int row = m0 + o, col = k0 + c;
-        const T* ptr = p.a + col + (row < p.m ? row : 0) * p.lda;
+        int row = m0 + o;
+        const int col = k0 + c;
+        if (!check && row >= p.m) row = 0;
+        const T* ptr = p.a + col + row * p.lda;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           const bool ok = !check || (row < p.m && col + e < k_end);
@@ -362,22 +364,26 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
       if (OPB == kGemmT) {
-        const int kk = k0 + o, col = n0 + c;
-        const int col_in = col < p.n ? col : 0;
+        const int kk = k0 + o;
+        int col = n0 + c;
+        if (!check && col >= p.n) col = 0;
         const int valid = !check ? VEC : (kk < k_end ? max(0, min(VEC, p.n - col)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
-                                       valid ? p.b + col_in + kk * p.ldb : p.b,
+                                       valid ? p.b + col + kk * p.ldb : p.b,
                                        valid * static_cast<int>(sizeof(T)));
       } else if (G::kBk) {
-        const int kk = k0 + c, col = n0 + o;
-        const int col_in = col < p.n ? col : 0;
+        const int kk = k0 + c;
+        int col = n0 + o;
+        if (!check && col >= p.n) col = 0;
         const int valid = !check ? VEC : (col < p.n ? max(0, min(VEC, k_end - kk)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
-                                       valid ? p.b + kk + col_in * p.ldb : p.b,
+                                       valid ? p.b + kk + col * p.ldb : p.b,
                                        valid * static_cast<int>(sizeof(T)));
       } else {
-        const int kk = k0 + c, col = n0 + o;
-        const T* ptr = p.b + kk + (col < p.n ? col : 0) * p.ldb;
+        const int kk = k0 + c;
+        int col = n0 + o;
+        if (!check && col >= p.n) col = 0;
+        const T* ptr = p.b + kk + col * p.ldb;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           const bool ok = !check || (col < p.n && kk + e < k_end);
