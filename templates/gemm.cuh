@@ -5,10 +5,10 @@
 // a cp.async pipeline of 3 or 4 stages, shared-to-register prefetch, split-K, grouped block
 // rasterization, and a register cap that keeps MINB blocks resident per SM. KCONTIG keeps an
 // operand that is k-contiguous in memory (A with op T, B with op N) k-contiguous in shared memory
-// too, so it is copied without a transpose and read KCONTIG k-steps per vector. Rows and columns
-// past the matrix in an edge tile read row or column 0 unchecked (their results are never
-// written); only the last k-tile and vectors that straddle m or n take the predicated path. For
-// f64, MMA = 1 to 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see
+// too, so it is copied without a transpose and read KCONTIG k-steps per vector. Edge tiles: the
+// register-staged copies read rows and columns past the matrix from row or column 0 unchecked
+// (their results are never written), leaving the predicated path to the last k-tile and to
+// vectors that straddle m or n; the cp.async copies zero-fill past the matrix. For f64, MMA = 1 to 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see
 // GemmDmma) from the same shared-memory tiles instead of the FMA units.
 #pragma once
 
@@ -230,11 +230,14 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
   const int k_tiles = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   const int full_k_tiles = k_end > k_begin ? (k_end - k_begin) / BK : 0;
   const bool interior = m0 + BM <= p.m && n0 + BN <= p.n;
-  // The unchecked loads cover an edge tile too unless a vector along m (A, op N) or n (B, op T)
-  // straddles the end of the matrix.
+  // On the FMA units the unchecked loads cover an edge tile too unless a vector along m (A, op N)
+  // or n (B, op T) straddles the end of the matrix (the tensor-core kernels measured faster
+  // without the clamp, so they keep edge tiles on the checked path).
+  const bool clamp = !MMA;
   const bool whole_vectors =
-      (OPA != kGemmN || VEC == 1 || p.m % VEC == 0 || m0 + BM <= p.m) &&
-      (OPB != kGemmT || VEC == 1 || p.n % VEC == 0 || n0 + BN <= p.n);
+      clamp ? (OPA != kGemmN || VEC == 1 || p.m % VEC == 0 || m0 + BM <= p.m) &&
+                  (OPB != kGemmT || VEC == 1 || p.n % VEC == 0 || n0 + BN <= p.n)
+            : interior;
 
   Packet<T, VEC> a_stage[G::kALoads];
   Packet<T, VEC> b_stage[G::kBLoads];
@@ -249,7 +252,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int o = v / (G::kAContig / VEC);
       int row = OPA == kGemmN ? m0 + c : m0 + o;        // index in m
       const int col = OPA == kGemmN ? k0 + o : k0 + c;  // index in k
-      if (!check && row >= p.m) row = 0;  // past the matrix: any valid row, never written back
+      if (clamp && !check && row >= p.m) row = 0;  // past the matrix: never written back
       const T* ptr = OPA == kGemmN ? p.a + row + col * p.lda : p.a + col + row * p.lda;
       bool ok[VEC];
       bool all = true;
@@ -267,7 +270,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int o = v / (G::kBContig / VEC);
       const int kk = OPB == kGemmT ? k0 + o : k0 + c;  // index in k
       int col = OPB == kGemmT ? n0 + c : n0 + o;       // index in n
-      if (!check && col >= p.n) col = 0;
+      if (clamp && !check && col >= p.n) col = 0;
       const T* ptr = OPB == kGemmT ? p.b + col + kk * p.ldb : p.b + kk + col * p.ldb;
       bool ok[VEC];
       bool all = true;
@@ -330,25 +333,19 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int c = (v % (G::kAContig / VEC)) * VEC;
       const int o = v / (G::kAContig / VEC);
       if (OPA == kGemmN) {
-        int row = m0 + c;
-        const int col = k0 + o;
-        if (!check && row >= p.m) row = 0;
+        const int row = m0 + c, col = k0 + o;
         const int valid = !check ? VEC : (col < k_end ? max(0, min(VEC, p.m - row)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
                                        valid ? p.a + row + col * p.lda : p.a,
                                        valid * static_cast<int>(sizeof(T)));
       } else if (G::kAk) {
-        int row = m0 + o;
-        const int col = k0 + c;
-        if (!check && row >= p.m) row = 0;
+        const int row = m0 + o, col = k0 + c;
         const int valid = !check ? VEC : (row < p.m ? max(0, min(VEC, k_end - col)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(as + o * G::kLdA + c,
                                        valid ? p.a + col + row * p.lda : p.a,
                                        valid * static_cast<int>(sizeof(T)));
       } else {
-        int row = m0 + o;
-        const int col = k0 + c;
-        if (!check && row >= p.m) row = 0;
+        const int row = m0 + o, col = k0 + c;
         const T* ptr = p.a + col + row * p.lda;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
@@ -364,25 +361,19 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       const int c = (v % (G::kBContig / VEC)) * VEC;
       const int o = v / (G::kBContig / VEC);
       if (OPB == kGemmT) {
-        const int kk = k0 + o;
-        int col = n0 + c;
-        if (!check && col >= p.n) col = 0;
+        const int kk = k0 + o, col = n0 + c;
         const int valid = !check ? VEC : (kk < k_end ? max(0, min(VEC, p.n - col)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
                                        valid ? p.b + col + kk * p.ldb : p.b,
                                        valid * static_cast<int>(sizeof(T)));
       } else if (G::kBk) {
-        const int kk = k0 + c;
-        int col = n0 + o;
-        if (!check && col >= p.n) col = 0;
+        const int kk = k0 + c, col = n0 + o;
         const int valid = !check ? VEC : (col < p.n ? max(0, min(VEC, k_end - kk)) : 0);
         gemm_cp_async<VEC * sizeof(T)>(bs + o * G::kLdB + c,
                                        valid ? p.b + kk + col * p.ldb : p.b,
                                        valid * static_cast<int>(sizeof(T)));
       } else {
-        const int kk = k0 + c;
-        int col = n0 + o;
-        if (!check && col >= p.n) col = 0;
+        const int kk = k0 + c, col = n0 + o;
         const T* ptr = p.b + kk + col * p.ldb;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
@@ -393,8 +384,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
       }
     }
   };
+  // The copies zero-fill what lies past the matrix without diverging: edge tiles take the checked
+  // copies (no clamping needed).
   auto issue_async = [&](int kt, int stage) {
-    if (whole_vectors && kt < full_k_tiles)
+    if (interior && kt < full_k_tiles)
       copy_async(kt, stage, false);
     else
       copy_async(kt, stage, true);
