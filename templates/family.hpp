@@ -107,7 +107,6 @@ class Family {
   // added to a family lists first the value that matches the kernel's behaviour before it.
   Config normalize(Config config) const;
 
-
  protected:
   // Bumped when the descriptor changes meaning (launch geometry, parameter semantics).
   virtual int descriptor_version() const { return 1; }

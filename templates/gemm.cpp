@@ -92,6 +92,12 @@ Geometry geometry(const Config& c, int bytes, bool ta, bool tb) {
   return g;
 }
 
+Geometry geometry(const Config& c, const Problem& p) {
+  bool ta, tb;
+  parse_op(p.attr("op"), ta, tb);
+  return geometry(c, dtype_bytes(p.attr("dtype")), ta, tb);
+}
+
 class GemmFamily final : public Family {
  public:
   GemmFamily() {
@@ -166,8 +172,8 @@ class GemmFamily final : public Family {
     std::vector<Config> out;
     for (const auto& c : space) {
       const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == !c.at("MMA") &&
-                         c.at("MINB") == 1 && c.at("KCONTIG") == 0 && c.at("UNROLL") == 0 && c.at("VEC") == widest &&
-                         c.at("PAD") == pad && c.at("SWIZZLE") == 1;
+                         c.at("MINB") == 1 && c.at("KCONTIG") == 0 && c.at("UNROLL") == 0 &&
+                         c.at("VEC") == widest && c.at("PAD") == pad && c.at("SWIZZLE") == 1;
       if (usual || shape_of(c) == first.at(c.at("MMA"))) out.push_back(c);
     }
     return out;
@@ -311,9 +317,7 @@ class GemmFamily final : public Family {
       return "spills registers (" + std::to_string(res.spill_stores + res.spill_loads) + " bytes)";
     if (res.stack_frame > 0)
       return "uses local memory (" + std::to_string(res.stack_frame) + "-byte stack frame)";
-    bool ta, tb;
-    parse_op(p.attr("op"), ta, tb);
-    const Geometry g = geometry(c, dtype_bytes(p.attr("dtype")), ta, tb);
+    const Geometry g = geometry(c, p);
     const int per_warp = (res.registers * 32 + 255) / 256 * 256;
     if ((g.threads / 32) * per_warp > limits.regs_per_block)
       return "registers do not fit the block";
@@ -332,9 +336,7 @@ class GemmFamily final : public Family {
   }
 
   int block_threads(const Config& c, const Problem& p) const override {
-    bool ta, tb;
-    parse_op(p.attr("op"), ta, tb);
-    return geometry(c, dtype_bytes(p.attr("dtype")), ta, tb).threads;
+    return geometry(c, p).threads;
   }
 
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {

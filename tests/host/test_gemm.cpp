@@ -142,20 +142,22 @@ TEST(GemmSpace, KcontigOnlyWhereAnOperandIsKContiguousInMemory) {
     EXPECT_EQ(f.reject(c, gemm_problem("f32", false, false, 4096, 4096, 4096, 4), lim), "");
     EXPECT_EQ(f.reject(c, gemm_problem("f32", true, false, 4096, 4096, 4096, 4), lim), "");
     EXPECT_EQ(f.reject(c, gemm_problem("f32", true, true, 4096, 4096, 4096, 4), lim), "");
-    EXPECT_NE(f.reject(c, gemm_problem("f32", false, true, 4096, 4096, 4096, 4), lim)
-                  .find("KCONTIG"),
-              std::string::npos);
+    EXPECT_NE(
+        f.reject(c, gemm_problem("f32", false, true, 4096, 4096, 4096, 4), lim).find("KCONTIG"),
+        std::string::npos);
   }
   // 4 doubles are 32 bytes, more than one shared-memory load moves.
   Config d = c;
   d["KCONTIG"] = 4, d["VEC"] = 2;
-  EXPECT_NE(f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim).find("KCONTIG"),
-            std::string::npos);
+  EXPECT_NE(
+      f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim).find("KCONTIG"),
+      std::string::npos);
   d["KCONTIG"] = 2;
   EXPECT_EQ(f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim), "");
   d["PREFETCH"] = 1;
-  EXPECT_NE(f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim).find("PREFETCH"),
-            std::string::npos);
+  EXPECT_NE(
+      f.reject(d, gemm_problem("f64", false, false, 4096, 4096, 4096, 2), lim).find("PREFETCH"),
+      std::string::npos);
   SearchSpace nt(f, gemm_problem("f32", false, true, 4096, 4096, 4096, 4), lim);
   for (const auto& x : nt.configs()) EXPECT_EQ(x.at("KCONTIG"), 0) << to_string(x);
 }

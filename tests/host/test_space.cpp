@@ -71,7 +71,7 @@ TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
   ASSERT_GT(gemm.prefix_params(), 0u);
   const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
   const SearchSpace::Only only = {{"SPLITK", {1, 4}}, {"MMA", {0, 2}}, {"MINB", {1, 2}},
-                                  {"SWIZZLE", {1}},   {"UNROLL", {0}},  {"STAGES", {2, 3}}};
+                                  {"SWIZZLE", {1}},   {"UNROLL", {0}}, {"STAGES", {2, 3}}};
   for (const char* key : {"align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn",
                           "align=2;dtype=f64;k=9000;m=64;n=200;op=tn"}) {
     const Problem p = Problem::parse("gemm", key);
