@@ -191,6 +191,46 @@ PY
         [[ -f $LOGS/$dt.cubin ]] && cuobjdump -sass "$LOGS/$dt.cubin" > "$LOGS/$dt.sass" 2>&1
       done
       ;;
+    profile-shape)
+      # Where the time of one shape goes: every kernel of a bench call (ours, the split-K
+      # reduction, cuBLAS's) with its duration, grid, registers, pipe use and stall reasons,
+      # summarised per kernel. PROFILE_SHAPE / PROFILE_DTYPE / PROFILE_OP pick the problem.
+      NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      shape=${PROFILE_SHAPE:-8192x128x8192}
+      metrics='gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__occupancy_limit_registers,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct,regex:smsp__average_warps_issue_stalled_(long_scoreboard|short_scoreboard|wait|barrier|mio_throttle|dispatch_stall|no_instruction|not_selected|math_pipe_throttle|lg_throttle)_per_issue_active\.ratio'
+      run_step "profile-$shape" "$NCU" --clock-control none --target-processes all \
+        -k 'regex:gemm_kernel|splitk|xmma|sgemm|dgemm|splitK|reduce|Kernel|gemv' --launch-count 80 \
+        --metrics "$metrics" --print-summary per-kernel \
+        "$KTUNE" bench gemm --dtype "${PROFILE_DTYPE:-f32}" --shape "$shape" --op "${PROFILE_OP:-nn}" --repeats 20
+      ;;
+    swizzle-probe)
+      # Block rasterization groups (a kernel argument) around the large squares' winners, every
+      # value, into the database and once more into a fresh one (the spread between the two).
+      sw=(--strategy exhaustive --max-evals 0 --only MMA=0 --only UNROLL=0 --only KCONTIG=0
+        --only VEC=4 --only MINB=1 --only SPLITK=1 --only PREFETCH=0 --only PAD=0,4)
+      for db in "$KTUNE_DB" /tmp/swizzle-fresh.db; do
+        run_step "swizzle-nn-4096" "$KTUNE" tune gemm --db "$db" --dtype f32 --shape 4096x4096x4096 \
+          "${sw[@]}" --only BM=256 --only BN=128 --only BK=8,16 --only WM=64 --only WN=64 \
+          --only WNITER=2 --only TM=4 --only STAGES=2
+        run_step "swizzle-nn-4095" "$KTUNE" tune gemm --db "$db" --dtype f32 --shape 4095x4095x4095 \
+          "${sw[@]}" --only BM=128 --only BN=256 --only BK=16 --only WM=64 --only WN=64 \
+          --only WNITER=2 --only TM=4 --only STAGES=2
+        run_step "swizzle-tn-4096" "$KTUNE" tune gemm --db "$db" --dtype f32 --shape 4096x4096x4096 \
+          --op tn "${sw[@]}" --only BM=128 --only BN=256 --only BK=16 --only WM=64 --only WN=64 \
+          --only WNITER=1 --only TM=8 --only STAGES=2
+      done
+      python3 - "$KTUNE_DB" /tmp/swizzle-fresh.db <<'PY' 2>&1 | tee "$LOGS/swizzle.log"
+import sqlite3, sys
+for path in sys.argv[1:]:
+    print("==", path)
+    q = ("SELECT round(metric, 2), substr(problem, 1, 44), config FROM results WHERE origin = 'tuned' "
+         "AND status = 'ok' AND problem LIKE '%=409%' AND created_at > "
+         "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour') ORDER BY problem, metric DESC")
+    for tf, prob, cfg in sqlite3.connect(path).execute(q):
+        c = dict(kv.split("=") for kv in cfg.split(","))
+        print(f"{tf:>7} {prob:<44} BK={c['BK']} PAD={c['PAD']} SWIZZLE={c['SWIZZLE']}")
+PY
+      ;;
     kcontig-probe)
       # KCONTIG and the unchecked edge tiles on a few shapes' winning tile shapes, every
       # combination of the code-path toggles around them (exhaustive within --only).

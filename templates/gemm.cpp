@@ -110,6 +110,7 @@ class GemmFamily final : public Family {
         {"TM", {4, 8}, "thread tile rows (register blocking)"},
         {"TN", {4, 8}, "thread tile columns (register blocking)"},
         {"WNITER", {1, 2}, "sub-tiles per warp along n (spreads a thread's columns)"},
+        {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
         {"STAGES",
          {1, 2, 3, 4},
          "shared-memory buffers: 1 = none, 2 = double buffering through registers, 3 and 4 = "
@@ -118,8 +119,9 @@ class GemmFamily final : public Family {
         {"UNROLL", {0, 2}, "k-loop unroll inside a tile: 0 = all of BK, else this factor"},
         {"VEC", {1, 2, 4}, "elements per global load (needs aligned pointers and leading dims)"},
         {"PAD", {0, 4}, "shared-memory row padding (elements) against bank conflicts"},
-        {"SWIZZLE", {1, 8}, "block rasterization: tile rows walked together for L2 reuse"},
-        {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
+        {"SWIZZLE",
+         {1, 2, 4, 8, 16},
+         "block rasterization: tile rows walked together for L2 reuse"},
         {"MMA",
          {0, 1, 2, 3, 4},
          "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
@@ -200,10 +202,22 @@ class GemmFamily final : public Family {
                   "gemm: a problem has exactly dtype, op, m, n, k and align");
   }
 
-  // The tile-shape parameters come first in params(): most of their combinations are no tile.
-  std::size_t prefix_params() const override { return 8; }
+  // The tile-shape parameters and SPLITK come first in params(): most of their combinations are
+  // no tile, or split k where the problem has tiles enough without.
+  std::size_t prefix_params() const override { return 9; }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
+    if (const std::int64_t split = get(c, "SPLITK"); split > 1) {
+      const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
+      const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
+      const std::int64_t tiles = ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+      // Split K only to fill a GPU that the m x n tiles leave idle.
+      if (tiles >= limits.sm_count) return "enough tiles without splitting k";
+      if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
+      const std::int64_t kps = ((k + split - 1) / split + bk - 1) / bk * bk;
+      if ((k + kps - 1) / kps != split) return "SPLITK leaves empty splits";
+      if (kps < 4 * bk) return "splits shorter than 4 k-tiles";
+    }
     const int bytes = dtype_bytes(p.attr("dtype"));
     const Geometry g = shape_geometry(c);
     if (!g.why.empty()) return g.why;
@@ -291,7 +305,7 @@ class GemmFamily final : public Family {
     if (unroll != 0 && get(c, "PREFETCH")) return "PREFETCH needs the k loop fully unrolled";
     if (get(c, "STAGES") == 1 && (get(c, "PREFETCH") || unroll != 0))
       return "STAGES=1 is the unbuffered baseline (no prefetch, full unroll)";
-    const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
+    const std::int64_t m = p.size("m"), n = p.size("n");
     const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
     if (tiles_m > kMaxDim || tiles > kMaxDim) return "too many tiles for one launch";
     if (get(c, "SWIZZLE") > 1 && tiles_m <= get(c, "SWIZZLE"))
@@ -299,15 +313,6 @@ class GemmFamily final : public Family {
     // Tiles larger than the problem waste the whole block: keep one tile that covers it.
     if ((bm >= 2 * m && bm > 64) || (bn >= 2 * n && bn > 64))
       return "block tile far larger than the problem";
-    const std::int64_t split = get(c, "SPLITK");
-    if (split > 1) {
-      const std::int64_t kps = ((k + split - 1) / split + bk - 1) / bk * bk;
-      if ((k + kps - 1) / kps != split) return "SPLITK leaves empty splits";
-      if (kps < 4 * bk) return "splits shorter than 4 k-tiles";
-      // Split K only to fill a GPU that the m x n tiles leave idle.
-      if (tiles >= limits.sm_count) return "enough tiles without splitting k";
-      if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
-    }
     return {};
   }
 

@@ -39,9 +39,10 @@ std::string describe(const Case& c) {
          " pad=" + std::to_string(c.pad) + " offset=" + std::to_string(c.offset);
 }
 
-// Runs one case through the runtime and compares with a double-precision host reference.
+// Runs one case through the runtime and compares with a double-precision host reference;
+// `result` (if given) receives C as computed.
 template <typename T>
-void run_case(Runtime& rt, const Case& c, std::uint64_t seed) {
+void run_case(Runtime& rt, const Case& c, std::uint64_t seed, std::vector<T>* result = nullptr) {
   const bool row = c.layout == Layout::kRowMajor;
   const bool ta = c.op_a == Op::kT, tb = c.op_b == Op::kT;
   // Stored shapes (rows x cols in the storage order's sense).
@@ -70,6 +71,7 @@ void run_case(Runtime& rt, const Case& c, std::uint64_t seed) {
           static_cast<T>(c.beta), dc.as<T>(c.offset * sizeof(T)), ldc);
   testing::synchronize();
   auto out = download<T>(dc.get(), hc.size());
+  if (result) *result = out;
   const double eps = sizeof(T) == 4 ? 6e-8 : 1.2e-16;
   for (std::int64_t i = 0; i < c.m; ++i)
     for (std::int64_t j = 0; j < c.n; ++j) {
@@ -211,6 +213,88 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
   c.op_b = Op::kT, c.m = 64, c.n = 96, c.k = 20000, c.beta = 0.25, c.offset = 1, c.pad = 1;
   run_case<float>(rt, c, 77);
   EXPECT_EQ(rt.explain("gemm", problem.key()).step, LookupStep::kCache);
+}
+
+// Split-K pinned for one odd problem (edge tiles in m and n, splits of 1256 or 640): the partial
+// sums and their reduction verify with beta and over NaN in C, for f32 and f64 on the FMA units and
+// the tensor cores, and give the same bits run after run.
+TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
+  KTUNE_REQUIRE_GPU();
+  const Family& family = find_family("gemm");
+  struct Pin {
+    const char* dtype;
+    const char* config;
+  };
+  const Pin pins[] = {
+      {"f32",
+       "BK=8,BM=128,BN=128,MMA=0,PAD=0,PREFETCH=1,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=64,WN=64,WNITER=2"},
+      {"f32",
+       "BK=16,BM=64,BN=64,KCONTIG=4,MMA=0,PAD=0,PREFETCH=0,SPLITK=8,STAGES=3,SWIZZLE=1,TM=4,TN=4,"
+       "UNROLL=0,VEC=4,WM=32,WN=32,WNITER=2"},
+      {"f64",
+       "BK=8,BM=64,BN=128,MMA=2,PAD=4,PREFETCH=0,SPLITK=4,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=1"},
+      {"f64",
+       "BK=8,BM=128,BN=64,MMA=0,PAD=4,PREFETCH=1,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=2"},
+  };
+  std::uint64_t seed = 9000;
+  for (const Pin& pin : pins) {
+    SCOPED_TRACE(std::string(pin.dtype) + " " + pin.config);
+    const bool f32 = std::string(pin.dtype) == "f32";
+    const Problem problem = gemm_problem(pin.dtype, false, false, 200, 150, 5000, f32 ? 4 : 2);
+    const Config config = family.normalize(parse_config(pin.config));
+    ASSERT_EQ(family.reject(config, problem, ktune_held_device.limits()), "");
+    ktune::testing::TempDir dir;
+    const std::string path = dir.file("pinned.db");
+    {
+      Database db(path);
+      ResultRecord r;
+      r.device_id = db.ensure_device(ktune_held_device.info());
+      r.family = "gemm";
+      r.template_hash = family.template_hash();
+      r.problem = problem.key();
+      r.config = to_string(config);
+      r.status = "ok";
+      r.time_median_ms = 1;
+      r.metric = 1;
+      r.unit = "TFLOPS";
+      db.put_result(r);
+    }
+    Options o;
+    o.database = path;
+    Runtime rt(o);
+    Case c;
+    c.m = 200, c.n = 150, c.k = 5000, c.beta = 0.5;
+    std::vector<float> out32[2];
+    std::vector<double> out64[2];
+    for (int run = 0; run < 2; ++run) {
+      // The same seed both times: the same inputs, so the same bits.
+      if (f32)
+        run_case<float>(rt, c, seed, &out32[run]);
+      else
+        run_case<double>(rt, c, seed, &out64[run]);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_EQ(rt.explain("gemm", problem.key()).config, to_string(config));
+    if (f32) {
+      EXPECT_EQ(out32[0], out32[1]);
+    } else {
+      EXPECT_EQ(out64[0], out64[1]);
+    }
+    c.beta = 0, c.nan_c = true;  // beta = 0 over NaN: the sum is written, C not read
+    if (f32)
+      run_case<float>(rt, c, seed + 1);
+    else
+      run_case<double>(rt, c, seed + 1);
+    c.nan_c = false, c.beta = -1, c.pad = 3, c.offset = 1;  // C not 16-byte aligned
+    if (f32)
+      run_case<float>(rt, c, seed + 2);
+    else
+      run_case<double>(rt, c, seed + 2);
+    seed += 3;
+  }
 }
 
 // The cp.async pipeline (STAGES 3, 4), the FP64 tensor-core paths (MMA 1 to 4) and register caps
