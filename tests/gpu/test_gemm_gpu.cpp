@@ -123,6 +123,28 @@ void for_odd_shapes(std::int64_t m, std::int64_t n, std::int64_t k, F&& f) {
           }
 }
 
+// A configuration pinned for tests: dtype and configuration text.
+struct Pin {
+  const char* dtype;
+  const char* config;
+};
+
+// Stores `config` as the device's tuned result of `problem`, so the runtime's lookup finds it.
+void put_pinned(Database& db, const Device& device, const Problem& problem, const Config& config) {
+  const Family& family = find_family("gemm");
+  ResultRecord r;
+  r.device_id = db.ensure_device(device.info());
+  r.family = "gemm";
+  r.template_hash = family.template_hash();
+  r.problem = problem.key();
+  r.config = to_string(config);
+  r.status = "ok";
+  r.time_median_ms = 1;
+  r.metric = 1;
+  r.unit = "TFLOPS";
+  db.put_result(r);
+}
+
 class GemmGpu : public ::testing::Test {
  protected:
   Options defaults() {
@@ -221,10 +243,6 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
 TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
   KTUNE_REQUIRE_GPU();
   const Family& family = find_family("gemm");
-  struct Pin {
-    const char* dtype;
-    const char* config;
-  };
   const Pin pins[] = {
       {"f32",
        "BK=8,BM=128,BN=128,MMA=0,PAD=0,PREFETCH=1,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
@@ -250,31 +268,24 @@ TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
     const std::string path = dir.file("pinned.db");
     {
       Database db(path);
-      ResultRecord r;
-      r.device_id = db.ensure_device(ktune_held_device.info());
-      r.family = "gemm";
-      r.template_hash = family.template_hash();
-      r.problem = problem.key();
-      r.config = to_string(config);
-      r.status = "ok";
-      r.time_median_ms = 1;
-      r.metric = 1;
-      r.unit = "TFLOPS";
-      db.put_result(r);
+      put_pinned(db, ktune_held_device, problem, config);
     }
     Options o;
     o.database = path;
     Runtime rt(o);
-    Case c;
-    c.m = 200, c.n = 150, c.k = 5000, c.beta = 0.5;
     std::vector<float> out32[2];
     std::vector<double> out64[2];
-    for (int run = 0; run < 2; ++run) {
-      // The same seed both times: the same inputs, so the same bits.
+    // One case in the pin's element type; `slot` >= 0 keeps C as computed.
+    auto run = [&](const Case& c, std::uint64_t s, int slot) {
       if (f32)
-        run_case<float>(rt, c, seed, &out32[run]);
+        run_case<float>(rt, c, s, slot >= 0 ? &out32[slot] : nullptr);
       else
-        run_case<double>(rt, c, seed, &out64[run]);
+        run_case<double>(rt, c, s, slot >= 0 ? &out64[slot] : nullptr);
+    };
+    Case c;
+    c.m = 200, c.n = 150, c.k = 5000, c.beta = 0.5;
+    for (int slot = 0; slot < 2; ++slot) {
+      run(c, seed, slot);  // the same seed both times: the same inputs, so the same bits
       if (::testing::Test::HasFatalFailure()) return;
     }
     EXPECT_EQ(rt.explain("gemm", problem.key()).config, to_string(config));
@@ -284,15 +295,9 @@ TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
       EXPECT_EQ(out64[0], out64[1]);
     }
     c.beta = 0, c.nan_c = true;  // beta = 0 over NaN: the sum is written, C not read
-    if (f32)
-      run_case<float>(rt, c, seed + 1);
-    else
-      run_case<double>(rt, c, seed + 1);
+    run(c, seed + 1, -1);
     c.nan_c = false, c.beta = -1, c.pad = 3, c.offset = 1;  // C not 16-byte aligned
-    if (f32)
-      run_case<float>(rt, c, seed + 2);
-    else
-      run_case<double>(rt, c, seed + 2);
+    run(c, seed + 2, -1);
     seed += 3;
   }
 }
@@ -303,10 +308,6 @@ TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
 TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
   KTUNE_REQUIRE_GPU();
   const Family& family = find_family("gemm");
-  struct Pin {
-    const char* dtype;
-    const char* config;
-  };
   const Pin pins[] = {
       {"f32",
        "BK=16,BM=128,BN=128,MMA=0,PAD=4,PREFETCH=1,SPLITK=1,STAGES=3,SWIZZLE=8,TM=4,TN=4,UNROLL=0,"
@@ -372,17 +373,7 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
           Config config = family.normalize(parse_config(pin.config));
           if (!ta && tb && config.at("MMA") == 0) config["PAD"] = 0, config["KCONTIG"] = 0;
           ASSERT_EQ(family.reject(config, tuned, ktune_held_device.limits()), "");
-          ResultRecord r;
-          r.device_id = db.ensure_device(ktune_held_device.info());
-          r.family = "gemm";
-          r.template_hash = family.template_hash();
-          r.problem = tuned.key();
-          r.config = to_string(config);
-          r.status = "ok";
-          r.time_median_ms = 1;
-          r.metric = 1;
-          r.unit = "TFLOPS";
-          db.put_result(r);
+          put_pinned(db, ktune_held_device, tuned, config);
         }
     }
     Options o;
