@@ -4,6 +4,7 @@
 # name in VARIANTS, into fresh databases, interleaved over two rounds. DTYPES (default f32)
 # picks the problems; the FMA-unit f64 winner of 4096^3 comes along with f64. WINNERS names a
 # list made beforehand instead (dtype shape op config per line).
+# Without VARIANTS only this build times them (configurations compared with each other).
 #   VARIANTS=old scripts/ab-winners.sh
 set -u
 db=${KTUNE_DB:-.gpu-state/tuning.db}
@@ -27,7 +28,7 @@ for extra in ("", "AND config LIKE '%MMA=0%'"):
 PY
 fi
 for round in 1 2; do
-  for v in cur ${VARIANTS:?name the builds in build/variants, e.g. VARIANTS=old}; do
+  for v in cur ${VARIANTS:-}; do
     bin=build/ktune
     [ "$v" != cur ] && bin=build/variants/ktune-$v
     while read -r dtype shape op cfg; do
@@ -38,7 +39,7 @@ for round in 1 2; do
     done < $work/winners.txt
   done
 done
-python3 - $work ${VARIANTS} <<'PY'
+python3 - $work ${VARIANTS:-} <<'PY'
 import sqlite3, sys, os
 work, names = sys.argv[1], ["cur"] + sys.argv[2:]
 t = {}
@@ -49,9 +50,17 @@ for n in names:
         for prob, cfg, ms in sqlite3.connect(path).execute(
                 "SELECT problem, config, time_min_ms FROM results WHERE origin='tuned' AND status='ok'"):
             t.setdefault((prob, cfg), {}).setdefault(n, []).append(ms * 1000)
-print(f"{'problem':<46} " + " ".join(f"{n + ' us (2 rounds)':>24}" for n in names) + "  cur/first")
+# Where a problem was timed in several configurations, the parameters that tell them apart.
+params = {}
+for prob, cfg in t:
+    params.setdefault(prob, []).append(dict(kv.split("=") for kv in cfg.split(",")))
+def label(prob, cfg):
+    c = dict(kv.split("=") for kv in cfg.split(","))
+    diff = [k for k in sorted(c) if len({p.get(k) for p in params[prob]}) > 1]
+    return (prob + " " + ",".join(f"{k}={c[k]}" for k in diff)).strip()
+print(f"{'problem':<60} " + " ".join(f"{n + ' us (2 rounds)':>24}" for n in names) + "  cur/first")
 for (prob, cfg), d in sorted(t.items()):
     cells = [" / ".join(f"{x:.1f}" for x in d.get(n, [])) or "-" for n in names]
     ratio = (min(d[names[1]]) / min(d["cur"])) if len(names) > 1 and names[1] in d and "cur" in d else float("nan")
-    print(f"{prob[:46]:<46} " + " ".join(f"{c:>24}" for c in cells) + f"  {ratio:.3f}x")
+    print(f"{label(prob, cfg)[:60]:<60} " + " ".join(f"{c:>24}" for c in cells) + f"  {ratio:.3f}x")
 PY

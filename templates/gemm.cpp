@@ -115,7 +115,11 @@ class GemmFamily final : public Family {
          {1, 2, 3, 4},
          "shared-memory buffers: 1 = none, 2 = double buffering through registers, 3 and 4 = "
          "cp.async pipeline"},
-        {"PREFETCH", {0, 1}, "1 = load the next k-step's fragments while computing this one"},
+        {"PREFETCH",
+         {0, 1, 2, 3},
+         "1 = load the next k-step's fragments while computing this one; 3 = load the next "
+         "k-tile's first fragments right after its barrier, before this tile's last k-step; 2 = "
+         "both"},
         {"UNROLL", {0, 2}, "k-loop unroll inside a tile: 0 = all of BK, else this factor"},
         {"VEC", {1, 2, 4}, "elements per global load (needs aligned pointers and leading dims)"},
         {"PAD", {0, 4}, "shared-memory row padding (elements) against bank conflicts"},

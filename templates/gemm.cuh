@@ -177,6 +177,10 @@ struct GemmTile {
           (sizeof(T) == 8 && BK % Dmma::kK == 0 && WM % Dmma::kM == 0 && !PREFETCH && UNROLL == 0),
       "MMA: f64 only, BK and WM multiples of the shape, no fragment prefetch, full unroll");
   static_assert(PAD % 4 == 0 && PAD % VEC == 0, "PAD keeps rows 16-byte aligned");
+  static_assert(PREFETCH >= 0 && PREFETCH <= 3 && (PREFETCH == 0 || (UNROLL == 0 && BK % 2 == 0)),
+                "PREFETCH: 0, 1 (within a k-tile), 2 (within and across k-tiles) or 3 (across "
+                "k-tiles), with the k loop fully unrolled");
+  static_assert(PREFETCH < 2 || STAGES >= 2, "PREFETCH 2 and 3 need a second stage");
   static_assert(UNROLL == 0 || (BK % UNROLL == 0 && UNROLL % 2 == 0),
                 "UNROLL: 0 (all of BK) or an even divisor");
   static_assert(
@@ -245,8 +249,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
                   (OPB != kGemmT || VEC == 1 || p.n % VEC == 0 || n0 + BN <= p.n)
             : interior;
 
-  Packet<T, VEC> a_stage[G::kALoads];
-  Packet<T, VEC> b_stage[G::kBLoads];
+  Packet<T, VEC> a_stage[G::kALoads] = {};  // (stored once more after the last tile: PREFETCH 2, 3)
+  Packet<T, VEC> b_stage[G::kBLoads] = {};
 
   // Global -> registers. Vector v of the tile: c along the contiguous dimension, o across it.
   // Double buffering (STAGES 2): the unchecked copies start from their addresses in k-tile 0
@@ -575,8 +579,70 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
     }
   };
 
+  // PREFETCH 2 and 3: the fragments of the next k-tile's first k-step are read right after the
+  // barrier that publishes that tile, before this tile's last k-step computes, so the warps leave
+  // the barrier with a k-step of FMAs to issue while those loads are in flight (as CUTLASS's
+  // pipelined main loops do). The next stage is filled by then: the cp.async pipeline waits for
+  // it, double buffering stores it from the registers. After the last tile the same store and
+  // reads go to a stage that is not read again: unconditional, they cost no spills where a branch
+  // around them did (NVRTC, sm_90: 140 bytes for the 256 x 128 SGEMM tile). Inside a tile, 2
+  // reads each k-step's fragments one k-step ahead (as PREFETCH 1), 3 reads them in their own
+  // k-step (as 0) into slot 0 while slot 1 holds the first k-step's.
+  auto compute_across = [&](int stage, int next_stage) {
+    constexpr bool ahead = PREFETCH == 2;
+    const T* as = As + stage * G::kStageA;
+    const T* bs = Bs + stage * G::kStageB;
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      if (ahead && kk + 1 < BK) load_fragments(as, bs, kk + 1, (kk + 1) & 1);
+      if (!ahead && kk > 0) load_fragments(as, bs, kk, 0);
+      if (kk + 1 == BK) {
+        if constexpr (STAGES >= 3)
+          gemm_cp_async_wait<STAGES - 2>();  // the next tile has landed
+        else
+          store(next_stage);
+        __syncthreads();
+        load_fragments(As + next_stage * G::kStageA, Bs + next_stage * G::kStageB, 0,
+                       ahead ? BK & 1 : 1);
+      }
+      fma_fragments(ahead ? kk & 1 : (kk == 0 ? 1 : 0));
+    }
+  };
+  constexpr bool kAcross = PREFETCH >= 2;
+  constexpr int kFirstSlot = PREFETCH == 3 ? 1 : 0;  // where a tile's first fragments go
+
   if (k_tiles > 0) {
-    if (STAGES >= 3) {
+    if constexpr (kAcross && STAGES >= 3) {
+#pragma unroll
+      for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) issue_async(s, s);
+        gemm_cp_async_commit();
+      }
+      gemm_cp_async_wait<STAGES - 2>();
+      __syncthreads();
+      load_fragments(As, Bs, 0, kFirstSlot);
+      int read = 0, write = STAGES - 1;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        // Stage `write` was last read by tile kt - 1, before the barrier in its last k-step.
+        if (kt + STAGES - 1 < k_tiles) issue_async(kt + STAGES - 1, write);
+        gemm_cp_async_commit();
+        const int next = read + 1 == STAGES ? 0 : read + 1;
+        compute_across(read, next);
+        read = next;
+        write = write + 1 == STAGES ? 0 : write + 1;
+      }
+    } else if constexpr (kAcross) {
+      load(0);
+      store(0);
+      __syncthreads();
+      load_fragments(As, Bs, 0, kFirstSlot);
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        const int stage = kt & 1;
+        if (kt + 1 < k_tiles) load(kt + 1);  // in flight while this tile is computed
+        // Stage `stage ^ 1` was last read by tile kt - 1, before the barrier in its last k-step.
+        compute_across(stage, stage ^ 1);
+      }
+    } else if (STAGES >= 3) {
       // cp.async pipeline: STAGES - 1 tiles in flight while one is computed, one barrier a tile.
 #pragma unroll
       for (int s = 0; s < STAGES - 1; ++s) {

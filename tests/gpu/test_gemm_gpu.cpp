@@ -302,9 +302,10 @@ TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
   }
 }
 
-// The cp.async pipeline (STAGES 3, 4), the FP64 tensor-core paths (MMA 1 to 4) and register caps
-// (MINB), pinned: a database holding one result of the configuration per op combination makes the
-// lookup's nearest step use it (adapted to each call) for every call below, through the public API.
+// The cp.async pipeline (STAGES 3, 4), the FP64 tensor-core paths (MMA 1 to 4), register caps
+// (MINB), k-contiguous tiles (KCONTIG) and fragments read across k-tiles (PREFETCH 2, 3), pinned:
+// a database holding one result of the configuration per op combination makes the lookup's
+// nearest step use it (adapted to each call) for every call below, through the public API.
 TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
   KTUNE_REQUIRE_GPU();
   const Family& family = find_family("gemm");
@@ -354,6 +355,20 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       {"f64",
        "BK=8,BM=64,BN=64,KCONTIG=2,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,"
        "UNROLL=0,VEC=2,WM=32,WN=32,WNITER=1"},
+      // Fragments read across the k-tile barrier (PREFETCH 2: one k-step ahead inside a tile
+      // too; 3: not), through registers and through cp.async, split-K included.
+      {"f32",
+       "BK=16,BM=128,BN=128,MMA=0,PAD=4,PREFETCH=2,SPLITK=1,STAGES=2,SWIZZLE=8,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=64,WN=32,WNITER=2"},
+      {"f32",
+       "BK=8,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=3,SPLITK=4,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=32,WN=32,WNITER=1"},
+      {"f64",
+       "BK=8,BM=128,BN=64,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=2"},
+      {"f64",
+       "BK=16,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=2,SPLITK=4,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=32,WNITER=1"},
   };
   std::uint64_t seed = 5000;
   for (const Pin& pin : pins) {
@@ -407,6 +422,7 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
     EXPECT_EQ(used.at("STAGES"), pinned.at("STAGES")) << choice.config;
     EXPECT_EQ(used.at("MMA"), pinned.at("MMA")) << choice.config;
     EXPECT_EQ(used.at("BM"), pinned.at("BM")) << choice.config;
+    EXPECT_EQ(used.at("PREFETCH"), pinned.at("PREFETCH")) << choice.config;
     if (pinned.count("KCONTIG")) {
       EXPECT_EQ(used.at("KCONTIG"), pinned.at("KCONTIG")) << choice.config;  // nn keeps it
     }
