@@ -111,6 +111,14 @@ class GemmFamily final : public Family {
         {"TN", {4, 8}, "thread tile columns (register blocking)"},
         {"WNITER", {1, 2}, "sub-tiles per warp along n (spreads a thread's columns)"},
         {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
+        {"MMA",
+         {0, 1, 2, 3, 4},
+         "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
+         "m16n8k16 (4); 0 = FMA units"},
+        {"VEC", {1, 2, 4}, "elements per global load (needs aligned pointers and leading dims)"},
+        {"SWIZZLE",
+         {1, 2, 4, 8, 16},
+         "block rasterization: tile rows walked together for L2 reuse"},
         {"STAGES",
          {1, 2, 3, 4},
          "shared-memory buffers: 1 = none, 2 = double buffering through registers, 3 and 4 = "
@@ -121,15 +129,7 @@ class GemmFamily final : public Family {
          "k-tile's first fragments right after its barrier, before this tile's last k-step; 2 = "
          "both"},
         {"UNROLL", {0, 2}, "k-loop unroll inside a tile: 0 = all of BK, else this factor"},
-        {"VEC", {1, 2, 4}, "elements per global load (needs aligned pointers and leading dims)"},
         {"PAD", {0, 4}, "shared-memory row padding (elements) against bank conflicts"},
-        {"SWIZZLE",
-         {1, 2, 4, 8, 16},
-         "block rasterization: tile rows walked together for L2 reuse"},
-        {"MMA",
-         {0, 1, 2, 3, 4},
-         "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
-         "m16n8k16 (4); 0 = FMA units"},
         {"MINB",
          {1, 2, 3, 4},
          "blocks per SM the registers must leave room for (__launch_bounds__): more caps the "
@@ -206,9 +206,12 @@ class GemmFamily final : public Family {
                   "gemm: a problem has exactly dtype, op, m, n, k and align");
   }
 
-  // The tile-shape parameters and SPLITK come first in params(): most of their combinations are
-  // no tile, or split k where the problem has tiles enough without.
-  std::size_t prefix_params() const override { return 9; }
+  // The tile shape, SPLITK, MMA, VEC and SWIZZLE come first in params(): most of their
+  // combinations are no tile, split k where the problem has tiles enough without, a tensor-core
+  // shape for f32 or for a thread tile it does not take, a vector the problem's alignment does not
+  // allow, or a rasterization group as tall as the grid (all of them for a 64 x 64 C, whose walk
+  // took 11 s on the host with these three after the prefix).
+  std::size_t prefix_params() const override { return 12; }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
     if (const std::int64_t split = get(c, "SPLITK"); split > 1) {
@@ -236,6 +239,34 @@ class GemmFamily final : public Family {
         std::min<int>(bytes == 4 ? 64 : 32, static_cast<int>(get(c, "BM") * get(c, "BN") / 128));
     if (g.accumulators > (bytes == 4 ? 128 : 64) || g.accumulators < min_acc)
       return "thread tile out of range";
+    if (const std::int64_t kind = get(c, "MMA"); kind) {
+      if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
+      if (limits.cc_major < 8 || (kind >= 2 && limits.cc_major < 9))
+        return "this MMA shape needs a newer GPU (m8n8k4: sm_80, m16n8k*: sm_90)";
+      if (get(c, "BK") % (kind <= 2 ? 4 : kind == 3 ? 8 : 16))
+        return "BK is not a multiple of the MMA shape's k";
+      // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value.
+      if (get(c, "TM") != 4 || get(c, "TN") != 4 || get(c, "WNITER") != 1)
+        return "MMA takes TM=TN=4, WNITER=1";
+    }
+    bool ta, tb;
+    parse_op(p.attr("op"), ta, tb);
+    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK"), vec = get(c, "VEC");
+    if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
+    if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
+    // Between scalar loads and the widest the problem allows, nothing is gained.
+    if (vec != 1 && vec != std::min<std::int64_t>(p.size("align"), 16 / bytes))
+      return "VEC between 1 and the widest allowed";
+    const std::int64_t a_contig = ta ? bk : bm, b_contig = tb ? bn : bk;
+    if (a_contig % vec || b_contig % vec) return "VEC does not divide the contiguous tile extent";
+    if ((bm * bk) % (vec * g.threads) || (bn * bk) % (vec * g.threads))
+      return "tiles do not split evenly over the threads";
+    // Tiles larger than the problem waste the whole block: keep one tile that covers it.
+    if ((bm >= 2 * p.size("m") && bm > 64) || (bn >= 2 * p.size("n") && bn > 64))
+      return "block tile far larger than the problem";
+    const std::int64_t tiles_m = (p.size("m") + bm - 1) / bm;
+    if (get(c, "SWIZZLE") > 1 && tiles_m <= get(c, "SWIZZLE"))
+      return "SWIZZLE equals SWIZZLE=1 here";
     return {};
   }
 
@@ -245,18 +276,8 @@ class GemmFamily final : public Family {
     parse_op(p.attr("op"), ta, tb);
     // The cheapest tests first: most of the cartesian product fails one of them.
     const bool mma = get(c, "MMA") != 0;
-    if (mma) {
-      if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
-      const std::int64_t kind = get(c, "MMA");
-      if (limits.cc_major < 8 || (kind >= 2 && limits.cc_major < 9))
-        return "this MMA shape needs a newer GPU (m8n8k4: sm_80, m16n8k*: sm_90)";
-      if (get(c, "BK") % (kind <= 2 ? 4 : kind == 3 ? 8 : 16))
-        return "BK is not a multiple of the MMA shape's k";
-      // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value.
-      if (get(c, "TM") != 4 || get(c, "TN") != 4 || get(c, "WNITER") != 1 || get(c, "PREFETCH") ||
-          get(c, "UNROLL"))
-        return "MMA takes TM=TN=4, WNITER=1, PREFETCH=0, UNROLL=0";
-    }
+    // (The rest of MMA's rules are in reject_prefix.)
+    if (mma && (get(c, "PREFETCH") || get(c, "UNROLL"))) return "MMA takes PREFETCH=0, UNROLL=0";
     if (get(c, "STAGES") >= 3 && limits.cc_major < 8) return "cp.async stages need sm_80 or newer";
     if (const std::int64_t kc = get(c, "KCONTIG"); kc) {
       if (!ta && tb) return "KCONTIG without an operand that is k-contiguous in memory (op nt)";
@@ -268,16 +289,7 @@ class GemmFamily final : public Family {
     }
     if (std::string why = reject_prefix(c, p, limits); !why.empty()) return why;
     const Geometry g = geometry(c, bytes, ta, tb);
-    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK"), vec = get(c, "VEC");
-    if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
-    if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
-    // Between scalar loads and the widest the problem allows, nothing is gained.
-    if (vec != 1 && vec != std::min<std::int64_t>(p.size("align"), 16 / bytes))
-      return "VEC between 1 and the widest allowed";
-    const std::int64_t a_contig = ta ? bk : bm, b_contig = tb ? bn : bk;
-    if (a_contig % vec || b_contig % vec) return "VEC does not divide the contiguous tile extent";
-    if ((bm * bk) % (vec * g.threads) || (bn * bk) % (vec * g.threads))
-      return "tiles do not split evenly over the threads";
+    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
     if (g.smem > limits.smem_per_block_optin) return "shared memory exceeds the per-block limit";
     if (const std::int64_t minb = get(c, "MINB"); minb > 1) {
       // The register cap __launch_bounds__ derives: whole warps of 256-register granules.
@@ -312,11 +324,6 @@ class GemmFamily final : public Family {
     const std::int64_t m = p.size("m"), n = p.size("n");
     const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
     if (tiles_m > kMaxDim || tiles > kMaxDim) return "too many tiles for one launch";
-    if (get(c, "SWIZZLE") > 1 && tiles_m <= get(c, "SWIZZLE"))
-      return "SWIZZLE equals SWIZZLE=1 here";
-    // Tiles larger than the problem waste the whole block: keep one tile that covers it.
-    if ((bm >= 2 * m && bm > 64) || (bn >= 2 * n && bn > 64))
-      return "block tile far larger than the problem";
     return {};
   }
 

@@ -65,9 +65,9 @@ TEST(SearchSpace, OnlyHoldsParametersToTheGivenValues) {
 }
 
 TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
-  // GEMM rules out most tile shapes and split-K counts by their first 9 parameters and skips the
-  // rest of those combinations; here the whole product (narrowed by `only`) is walked by brute
-  // force instead.
+  // GEMM rules out most tile shapes, split-K counts, tensor-core shapes, vector widths and
+  // rasterization groups by its first 12 parameters and skips the rest of those combinations;
+  // here the whole product (narrowed by `only`) is walked by brute force instead.
   const Family& gemm = find_family("gemm");
   ASSERT_GT(gemm.prefix_params(), 0u);
   const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
