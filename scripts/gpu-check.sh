@@ -282,6 +282,22 @@ PY
       run_step example-miss-1 env KTUNE_DB="$tmpdb" "$BUILD/example/gemm_example" --tune-on-miss
       run_step example-miss-2 env KTUNE_DB="$tmpdb" "$BUILD/example/gemm_example"
       ;;
+    sanitize-prefetch)
+      # The k loops with fragments read across the barrier (PREFETCH 2, 3) through registers and
+      # cp.async, split-K included, on an odd shape with edge tiles: every candidate of the
+      # narrowed space once in the tuner's worker, under each checker.
+      for tool in racecheck synccheck memcheck; do
+        for dt in f32 f64; do
+          run_step "sanitize-prefetch-$tool-$dt" compute-sanitizer --tool "$tool" \
+            --target-processes all --print-limit 20 \
+            "$KTUNE" tune gemm --db "$(mktemp -d)/s.db" --dtype "$dt" --shape 257x129x300 \
+            --strategy exhaustive --max-evals 0 --repeats 1 --warmup 0 --only PREFETCH=2,3 \
+            --only STAGES=2,3 --only BM=64 --only BN=64 --only BK=8,16 --only WM=32 --only WN=32 \
+            --only TM=4 --only TN=4 --only WNITER=1 --only SPLITK=1,4 --only MINB=1 \
+            --only KCONTIG=0 --only UNROLL=0 --only PAD=4 --only SWIZZLE=1 --only MMA=0
+        done
+      done
+      ;;
     sanitize)
       # Each family's default and tuned configurations under compute-sanitizer's three checkers.
       for tool in memcheck racecheck synccheck; do
