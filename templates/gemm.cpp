@@ -214,10 +214,10 @@ class GemmFamily final : public Family {
   std::size_t prefix_params() const override { return 12; }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
+    const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
+    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
+    const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
     if (const std::int64_t split = get(c, "SPLITK"); split > 1) {
-      const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
-      const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
-      const std::int64_t tiles = ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
       // Split K only to fill a GPU that the m x n tiles leave idle.
       if (tiles >= limits.sm_count) return "enough tiles without splitting k";
       if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
@@ -251,7 +251,7 @@ class GemmFamily final : public Family {
     }
     bool ta, tb;
     parse_op(p.attr("op"), ta, tb);
-    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK"), vec = get(c, "VEC");
+    const std::int64_t vec = get(c, "VEC");
     if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
     if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
     // Between scalar loads and the widest the problem allows, nothing is gained.
@@ -262,11 +262,11 @@ class GemmFamily final : public Family {
     if ((bm * bk) % (vec * g.threads) || (bn * bk) % (vec * g.threads))
       return "tiles do not split evenly over the threads";
     // Tiles larger than the problem waste the whole block: keep one tile that covers it.
-    if ((bm >= 2 * p.size("m") && bm > 64) || (bn >= 2 * p.size("n") && bn > 64))
+    if ((bm >= 2 * m && bm > 64) || (bn >= 2 * n && bn > 64))
       return "block tile far larger than the problem";
-    const std::int64_t tiles_m = (p.size("m") + bm - 1) / bm;
     if (get(c, "SWIZZLE") > 1 && tiles_m <= get(c, "SWIZZLE"))
       return "SWIZZLE equals SWIZZLE=1 here";
+    if (tiles_m > kMaxDim || tiles > kMaxDim) return "too many tiles for one launch";
     return {};
   }
 
@@ -289,7 +289,7 @@ class GemmFamily final : public Family {
     }
     if (std::string why = reject_prefix(c, p, limits); !why.empty()) return why;
     const Geometry g = geometry(c, bytes, ta, tb);
-    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
+    const std::int64_t bk = get(c, "BK");
     if (g.smem > limits.smem_per_block_optin) return "shared memory exceeds the per-block limit";
     if (const std::int64_t minb = get(c, "MINB"); minb > 1) {
       // The register cap __launch_bounds__ derives: whole warps of 256-register granules.
@@ -321,9 +321,6 @@ class GemmFamily final : public Family {
     if (unroll != 0 && get(c, "PREFETCH")) return "PREFETCH needs the k loop fully unrolled";
     if (get(c, "STAGES") == 1 && (get(c, "PREFETCH") || unroll != 0))
       return "STAGES=1 is the unbuffered baseline (no prefetch, full unroll)";
-    const std::int64_t m = p.size("m"), n = p.size("n");
-    const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
-    if (tiles_m > kMaxDim || tiles > kMaxDim) return "too many tiles for one launch";
     return {};
   }
 
