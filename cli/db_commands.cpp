@@ -24,7 +24,11 @@ std::unique_ptr<Database> open_for_writing(const Common& common) {
   if (p.presets > 0 && !common.quiet)
     std::cerr << "ktune: new database " << db->path() << ": " << p.rows
               << " shipped result(s) loaded from " << p.loaded << " of " << p.presets
-              << " preset(s)\n";
+              << " preset(s)"
+              << (p.seeds ? " (" + std::to_string(p.seeds) +
+                                " of earlier templates, kept as re-tuning seeds only)"
+                          : std::string())
+              << "\n";
   return db;
 }
 

@@ -538,7 +538,7 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
   return out;
 }
 
-ParsedResults parse_results(std::string_view text, const std::string& what) {
+ParsedResults parse_results(std::string_view text, const std::string& what, bool keep_stale) {
   const Json doc = parse_json(text, what);
   if (!doc.is_object())
     invalid(what + ": expected a JSON object {\"format\": \"" + kExchangeFormat + "\", ...}, got " +
@@ -571,6 +571,10 @@ ParsedResults parse_results(std::string_view text, const std::string& what) {
         break;
       case Fate::kStale:
         ++out.stale;
+        if (keep_stale && r.status == status::kOk) {
+          ++out.seeds;
+          out.rows.push_back(std::move(r));
+        }
         break;
       case Fate::kInFlight:
         ++out.in_flight;
@@ -582,7 +586,7 @@ ParsedResults parse_results(std::string_view text, const std::string& what) {
 
 ImportSummary import_results(Database& db, std::string_view text, const std::string& what,
                              const std::string& source, bool shipped) {
-  ParsedResults parsed = parse_results(text, what);
+  ParsedResults parsed = parse_results(text, what, shipped);
   for (ResultRecord& r : parsed.rows) {
     r.origin = shipped ? "shipped" : "imported";
     r.source = source;
@@ -591,6 +595,7 @@ ImportSummary import_results(Database& db, std::string_view text, const std::str
   s.entries = parsed.entries;
   s.stale = parsed.stale;
   s.in_flight = parsed.in_flight;
+  s.seeds = parsed.seeds;
   s.written = db.merge_results(parsed.rows);
   return s;
 }
@@ -651,8 +656,9 @@ PresetSummary load_presets(Database& db,
       ImportSummary i = import_results(db, text, "preset " + name, "preset:" + name, true);
       ++s.loaded;
       s.rows += i.written.added + i.written.replaced;
+      s.seeds += i.seeds;
     } catch (const Error& e) {
-      // Expected after a template change; the next export from the GPU machines replaces it.
+      // A preset this version cannot read; the next export from the GPU machines replaces it.
       if (e.code() != ErrorCode::kInvalidArgument) throw;
       s.skipped.push_back(e.what());
     }

@@ -39,8 +39,12 @@ struct ParsedResults {
   std::vector<ResultRecord> rows;  // to write: canonical keys, device identity in r.device
   std::size_t entries = 0;
   // Entries of another template version: checked for form, not imported (their parameter space
-  // is not the one this ktune knows, and lookups would ignore them).
+  // is not the one this ktune knows, and lookups would ignore them), except as `seeds`.
   std::size_t stale = 0;
+  // Ok entries of another template version kept with `keep_stale` (counted in `stale` too, and
+  // in `rows`): lookups never answer with them; the tuner evaluates them first when it re-tunes
+  // their problem, as it does with the database's own rows of earlier templates.
+  std::size_t seeds = 0;
   // Entries still in flight where they were exported: no outcome, not imported.
   std::size_t in_flight = 0;
 };
@@ -48,10 +52,12 @@ struct ParsedResults {
 // Parses and validates the whole document. Throws Error(kInvalidArgument) starting with `what`
 // and naming the entry and field: "import f.json: results[3].config: gemm config: unknown
 // parameter FOO". Safe on hostile input: depth, size and entry count are bounded.
-ParsedResults parse_results(std::string_view text, const std::string& what);
+ParsedResults parse_results(std::string_view text, const std::string& what,
+                            bool keep_stale = false);
 
 struct ImportSummary {
   std::size_t entries = 0, stale = 0, in_flight = 0;
+  std::size_t seeds = 0;  // stale ok rows written as re-tuning seeds (shipped presets only)
   MergeCounts written;
 };
 
@@ -87,13 +93,15 @@ CheckSummary check_database(Database& db);
 struct PresetSummary {
   std::size_t presets = 0;           // files offered
   std::size_t loaded = 0;            // files imported
-  std::size_t rows = 0;              // rows written
+  std::size_t rows = 0;              // rows written, seeds included
+  std::size_t seeds = 0;             // of those, ok rows of earlier templates (re-tuning seeds)
   std::vector<std::string> skipped;  // "name: why" of each file that failed validation
 };
 
 // Imports presets (name, JSON text) as shipped results, each file all or nothing: one that fails
-// validation (a template changed since it was exported, say) is skipped, not an error. Database
-// errors still throw.
+// validation is skipped, not an error. Ok entries of an earlier template version are kept as
+// re-tuning seeds: lookups ignore them, and `ktune tune` of their problem evaluates them first,
+// so a re-tune after an upgrade starts from the shipped winners. Database errors still throw.
 PresetSummary load_presets(Database& db,
                            const std::vector<std::pair<std::string, std::string_view>>& presets);
 // The presets embedded at build time from db/presets/*.json.

@@ -113,6 +113,50 @@ PY
       run_step tune-gemm-f32-tn "$KTUNE" tune gemm --dtype f32 --shape 4096x4096x4096 --op tn \
         --max-evals 150 --max-seconds 35
       ;;
+    retune-gemm-f32)
+      # After a template change: every suite shape again, its winner under the earlier template
+      # first (then its neighbours' winners and the model's proposals), a short run each; the
+      # split-K shapes, whose timing the change touched, longer. Resumed where earlier runs stopped
+      # (the evaluation budgets count those: RETUNE_EVALS raises them for a second pass).
+      evals=${RETUNE_EVALS:-40}
+      run_step retune-gemm-suite-f32 "$KTUNE" tune gemm --suite --dtype f32 --max-evals "$evals" \
+        --max-seconds 12
+      for shape in 8192x128x8192 6000x32x6000 64x64x262144; do
+        run_step "retune-gemm-f32-$shape" "$KTUNE" tune gemm --dtype f32 --shape "$shape" \
+          --max-evals $((evals * 4)) --max-seconds 30
+      done
+      ;;
+    retune-gemm-f64)
+      run_step retune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 \
+        --max-evals "${RETUNE_EVALS:-40}" --max-seconds 12
+      # The FMA units at 4096^3: the last winner's tile with its code-path neighbours.
+      run_step retune-gemm-f64-fma "$KTUNE" tune gemm --dtype f64 --shape 4096x4096x4096 \
+        --strategy exhaustive --max-evals 0 --only MMA=0 --only BM=128 --only BN=64 --only BK=8 \
+        --only WM=32 --only WN=64 --only TM=4 --only TN=4 --only WNITER=2 --only KCONTIG=0 \
+        --only UNROLL=0 --only VEC=2 --only SPLITK=1 --only MINB=1 --only PREFETCH=2,3 \
+        --only STAGES=2,3 --only PAD=0,4 --only SWIZZLE=1,4
+      ;;
+    tune-gemm-skinny)
+      # The suite's skinny split-K shape, longer (resumed), then its bench row against cuBLAS.
+      run_step tune-gemm-f32-8192x128x8192 "$KTUNE" tune gemm --dtype f32 --shape 8192x128x8192 \
+        --max-evals 300 --max-seconds 40
+      run_step bench-gemm-f32-8192x128x8192 "$KTUNE" bench gemm --dtype f32 --shape 8192x128x8192 \
+        --csv "$OUT/bench_gemm_f32_8192x128x8192.csv"
+      ;;
+    fp64-fma-clocks)
+      # The SM clock and power sampled every 50 ms while DGEMM 4096^3 runs for seconds (400 timed
+      # launches each of cuBLAS, the tensor-core winner and the FMA-unit best): is the FP64
+      # FMA-unit kernel clocked below the clock of the nominal peak?
+      nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu \
+        --format=csv,noheader,nounits -lms 50 > "$LOGS/fp64-clocks.csv" 2>&1 &
+      sampler=$!
+      run_step fp64-fma-clocks "$KTUNE" bench gemm --dtype f64 --shape 4096x4096x4096 \
+        --repeats 400 --csv "$OUT/bench_gemm_f64_4096_long.csv"
+      kill "$sampler" 2>/dev/null
+      wait "$sampler" 2>/dev/null
+      awk -F', ' '$5 > 0 {print $2}' "$LOGS/fp64-clocks.csv" | sort -n | uniq -c | sort -k2 -n \
+        | tee "$LOGS/fp64-clock-histogram.log"
+      ;;
     bench-gemm-f32)
       run_step bench-gemm-f32 "$KTUNE" bench gemm --dtype f32 --csv "$OUT/bench_gemm_f32.csv"
       ;;

@@ -619,13 +619,17 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
     kernel.launch(0, static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits), g.threads, 1,
                   1, g.smem, stream, params);
     if (split > 1) {
-      // 256 threads: up to 8 groups of splits (y) times the elements of C (x).
+      // 256 threads: groups of splits (y) times runs of 16 bytes of C (x, where m allows). Few
+      // runs take more groups, up to 32, so that about 2^18 threads share the loads; the groups
+      // depend on the problem only, which keeps the order of the sums, and so the bits, fixed.
       int s = static_cast<int>(splits);
+      const std::int64_t run = 16 / bytes;
+      const std::int64_t runs = call.m % run == 0 ? call.m * call.n / run : call.m * call.n;
       int groups = 1;
-      while (groups < 8 && groups * 2 <= s) groups *= 2;
+      while (groups < 32 && groups * 2 <= s && runs * groups < (std::int64_t(1) << 18)) groups *= 2;
       const int per_block = 256 / groups;
       void* reduce[] = {&args, &s};
-      const std::int64_t blocks = (call.m * call.n + per_block - 1) / per_block;
+      const std::int64_t blocks = (runs + per_block - 1) / per_block;
       kernel.launch(1, static_cast<unsigned>(blocks), 1, 1, per_block, groups, 1, 0, stream,
                     reduce);
     }

@@ -756,24 +756,82 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
     }
 }
 
-// Deterministic split-K reduction. blockDim.y groups of splits per element: group y sums splits
-// y, y + blockDim.y, ... in order, then the groups are added in order; alpha and beta last.
+// Deterministic split-K reduction over the splits x m x n partial sums. Thread (x, y) of a block
+// takes one run of W consecutive elements (W = 16 bytes' worth where m % W == 0, so a run lies in
+// one column; else 1) and sums splits y, y + G, y + 2G, ... in that order, four loads in flight;
+// the G = blockDim.y group sums are then added in order, alpha and beta last. The order depends
+// only on the problem and the split count (the host picks G from them), so the bits repeat.
+template <typename T, int W>
+__device__ __forceinline__ void gemm_splitk_sum(const GemmParams<T>& p, int splits) {
+  using P = Packet<T, W>;
+  __shared__ P part[256];
+  const long long total = static_cast<long long>(p.m) * p.n;
+  const long long run = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int groups = blockDim.y, y = threadIdx.y;
+  const bool live = run < total / W;
+  P sum;
+#pragma unroll
+  for (int e = 0; e < W; ++e) sum.v[e] = T(0);
+  if (live) {
+    const T* src = p.workspace + run * W;
+    int s = y;
+    for (; s + 3 * groups < splits; s += 4 * groups) {
+      P in[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        in[u] = *reinterpret_cast<const P*>(src + static_cast<long long>(s + u * groups) * total);
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int e = 0; e < W; ++e) sum.v[e] += in[u].v[e];
+    }
+    for (; s < splits; s += groups) {
+      const P in = *reinterpret_cast<const P*>(src + static_cast<long long>(s) * total);
+#pragma unroll
+      for (int e = 0; e < W; ++e) sum.v[e] += in.v[e];
+    }
+  }
+  if (groups > 1) {
+    part[y * blockDim.x + threadIdx.x] = sum;
+    __syncthreads();
+    if (y != 0) return;
+    for (int g = 1; g < groups; ++g) {
+      const P other = part[g * blockDim.x + threadIdx.x];
+#pragma unroll
+      for (int e = 0; e < W; ++e) sum.v[e] += other.v[e];
+    }
+  }
+  if (!live) return;
+  const long long first = run * W, col = first / p.m;
+  T* cp = p.c + (first - col * p.m) + col * p.ldc;
+  const bool whole = W > 1 && reinterpret_cast<unsigned long long>(cp) % sizeof(P) == 0;
+  P c;
+  if (p.beta != T(0)) {
+    if (whole) {
+      c = *reinterpret_cast<const P*>(cp);
+    } else {
+#pragma unroll
+      for (int e = 0; e < W; ++e) c.v[e] = cp[e];
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < W; ++e)
+    sum.v[e] = p.beta == T(0) ? p.alpha * sum.v[e] : fma(p.alpha, sum.v[e], p.beta * c.v[e]);
+  if (whole) {
+    *reinterpret_cast<P*>(cp) = sum;
+  } else {
+#pragma unroll
+    for (int e = 0; e < W; ++e) cp[e] = sum.v[e];
+  }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(256) gemm_splitk_reduce(GemmParams<T> p, int splits) {
-  __shared__ T part[256];
-  const long long total = static_cast<long long>(p.m) * p.n;
-  const int x = threadIdx.x, y = threadIdx.y;
-  const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + x;
-  T sum = T(0);
-  if (idx < total)
-    for (int s = y; s < splits; s += blockDim.y) sum += p.workspace[s * total + idx];
-  part[y * blockDim.x + x] = sum;
-  __syncthreads();
-  if (y != 0 || idx >= total) return;
-  for (int g = 1; g < static_cast<int>(blockDim.y); ++g) sum += part[g * blockDim.x + x];
-  const long long row = idx % p.m, col = idx / p.m;
-  T* cp = p.c + row + col * p.ldc;
-  *cp = p.beta == T(0) ? p.alpha * sum : fma(p.alpha, sum, p.beta * *cp);
+  constexpr int kW = 16 / sizeof(T);
+  if (p.m % kW == 0)
+    gemm_splitk_sum<T, kW>(p, splits);
+  else
+    gemm_splitk_sum<T, 1>(p, splits);
 }
 
 // C = beta * C for k == 0 or alpha == 0 (BLAS: A and B are not read); beta == 0 writes zeros.

@@ -849,17 +849,22 @@ TEST(Presets, LoadAsShippedAndSkipWhatFailsValidation) {
   PresetSummary s =
       load_presets(db, {{"broken.json", broken}, {"h100.json", good}, {"old.json", stale}});
   EXPECT_EQ(s.presets, 3u);
-  EXPECT_EQ(s.loaded, 2u);  // a preset of an older template loads nothing, and is no error
-  EXPECT_EQ(s.rows, 3u);
+  EXPECT_EQ(s.loaded, 2u);  // a preset of an older template is no error
+  EXPECT_EQ(s.rows, 6u);    // 3 current rows, and the older template's 3 kept as seeds
+  EXPECT_EQ(s.seeds, 3u);
   ASSERT_EQ(s.skipped.size(), 1u);
   EXPECT_NE(s.skipped[0].find("preset broken.json: results[1].status"), std::string::npos)
       << s.skipped[0];
   auto rows = db.results({});
-  ASSERT_EQ(rows.size(), 3u);  // nothing of the broken preset, not even its valid entry
+  ASSERT_EQ(rows.size(), 6u);  // nothing of the broken preset, not even its valid entry
   for (const auto& r : rows) {
     EXPECT_EQ(r.origin, "shipped");
-    EXPECT_EQ(r.source, "preset:h100.json");
+    EXPECT_EQ(r.source,
+              r.template_hash == "00000000000000aa" ? "preset:old.json" : "preset:h100.json");
   }
+  EXPECT_EQ(check_database(db).stale, 3);  // the seeds answer no lookup
+  for (const auto& best : db.best_results("elementwise", ew().template_hash()))
+    EXPECT_NE(best.template_hash, "00000000000000aa");
   // Own tuning takes precedence in lookups over what was shipped.
   ResultRecord own = row(db, kH100, ew(), kCopy, ew_config(9), 5.0);
   db.put_result(own);
@@ -878,7 +883,7 @@ TEST(Presets, OnlyANewDatabaseGetsThem) {
 }
 
 TEST(Presets, EveryShippedPresetIsAValidDocument) {
-  // Entries of an older template are skipped, but a preset for the current templates must pass.
+  // Entries of an older template are kept as seeds, but every preset must pass validation.
   for (const auto& [name, text] : shipped_presets())
     EXPECT_NO_THROW(parse_results(text, "preset " + name)) << name;
   TempDir dir;

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "db/exchange.hpp"
 #include "run_cli.hpp"
 #include "synthetic_recording.hpp"
 #include "temp_dir.hpp"
@@ -191,6 +193,65 @@ TEST(Transfer, WinnerUnderAnEarlierTemplateIsEvaluatedFirst) {
   o.progress = false;
   const TuneSummary s = tune(db, *runner, family, Problem::parse("elementwise", key), o);
   EXPECT_EQ(s.seeded, 1u);  // the same configuration under two earlier templates: seeded once
+  ResultFilter f;
+  f.run_id = s.run_id;
+  auto rows = db.results(f);
+  ASSERT_EQ(rows.size(), 3u);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  EXPECT_EQ(rows[0].config, old_winner);
+  EXPECT_EQ(rows[0].template_hash, family.template_hash());
+}
+
+// A shipped preset exported under an earlier template: a new database keeps its winner as a seed
+// (never a lookup's answer), and re-tuning the problem evaluates it first.
+TEST(Transfer, ShippedWinnerOfAnEarlierTemplateSeedsTheRetune) {
+  testing::TempDir dir;
+  Database source(dir.file("rec.db"));
+  const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
+  const Recording rec = load_recording(source, testing::record_synthetic(source, key));
+  const Family& family = find_family("elementwise");
+  std::string old_winner;
+  for (std::size_t i = rec.space.size(); i-- > 0 && old_winner.empty();)
+    if (rec.time_ms[i]) old_winner = to_string(rec.space.at(i));
+  ASSERT_FALSE(old_winner.empty());
+  // The preset: one ok row of this problem, exported, then marked as an older template's.
+  Database exporter(dir.file("export.db"));
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.limits = DeviceLimits::for_arch(9, 0);
+  d.limits.sm_count = 132;
+  ResultRecord r;
+  r.device_id = exporter.ensure_device(d);
+  r.family = "elementwise";
+  r.template_hash = family.template_hash();
+  r.problem = key;
+  r.config = old_winner;
+  r.status = "ok";
+  r.time_median_ms = r.time_min_ms = r.time_max_ms = 1;
+  r.repeats = 10;
+  r.metric = 1;
+  r.unit = "GB/s";
+  exporter.put_result(r);
+  nlohmann::json doc = nlohmann::json::parse(export_results(exporter, {}).json);
+  ASSERT_EQ(doc["results"].size(), 1u);
+  doc["results"][0]["template_hash"] = "0123456789abcdef";
+  const std::string preset = doc.dump();
+
+  Database db(dir.file("run.db"));
+  const PresetSummary p = load_presets(db, {{"h200.json", preset}});
+  EXPECT_EQ(p.loaded, 1u);
+  EXPECT_EQ(p.rows, 1u);
+  EXPECT_EQ(p.seeds, 1u);
+  EXPECT_TRUE(db.best_results("elementwise", family.template_hash()).empty());  // no answer
+  EXPECT_EQ(check_database(db).stale, 1);
+
+  auto runner = make_replay_runner(rec, 0);
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 3;
+  o.progress = false;
+  const TuneSummary s = tune(db, *runner, family, Problem::parse("elementwise", key), o);
+  EXPECT_EQ(s.seeded, 1u);
   ResultFilter f;
   f.run_id = s.run_id;
   auto rows = db.results(f);
