@@ -60,10 +60,12 @@ class Cublas {
   void* handle_ = nullptr;
 };
 
-// Sustained FMA throughput of the FMA units (TFLOPS, 2 flops per FMA) for float or double:
-// independent register-only FMA chains on every SM, timed with events (median of 5). The
-// ceiling a CUDA-core GEMM is judged against, at the clocks the card actually holds.
-double fma_peak_tflops(bool f64, CUstream stream);
+// FMA throughput of the FMA units (TFLOPS, 2 flops per FMA) for float or double: independent
+// register-only FMA chains on every SM, timed with events. seconds == 0: the median of 5
+// launches (about 40 ms in all for f64, at the boost clock). seconds > 0: launches for that
+// long, the median of the second half: the ceiling at the clock the card holds over seconds of
+// this load (which may fall to the card's power limit; a GEMM running for seconds is held to it).
+double fma_peak_tflops(bool f64, CUstream stream, double seconds = 0);
 
 // Version strings for the record: "cudart 13000".
 std::string versions();
