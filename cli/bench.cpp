@@ -74,21 +74,19 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
     const DeviceInfo& info = device.info();
     const double per_sm_clock = dtype == "f32" ? 128 : 64;  // FMA lanes per SM on sm_90
     const double nominal = 2 * per_sm_clock * info.limits.sm_count * info.clock_khz * 1e3 / 1e12;
+    auto peak_row = [&](const char* variant, double tflops) {
+      Row peak{"gemm", "dtype=" + dtype + " FMA units", variant};
+      peak.figure = tflops;
+      peak.unit = "TFLOPS";
+      peak.anchor = "nominal";
+      peak.ratio = nominal > 0 ? tflops / nominal : 0;
+      rows.push_back(peak);
+    };
     const double sustained = anchors::fma_peak_tflops(dtype == "f64", stream.get());
-    Row peak{"gemm", "dtype=" + dtype + " FMA units", "FMA peak (measured)"};
-    peak.figure = sustained;
-    peak.unit = "TFLOPS";
-    peak.anchor = "nominal";
-    peak.ratio = nominal > 0 ? sustained / nominal : 0;
-    rows.push_back(peak);
+    peak_row("FMA peak (measured)", sustained);
     // The same chains for 3 s: does the clock hold (or fall to the power limit) over seconds?
     const double settled = anchors::fma_peak_tflops(dtype == "f64", stream.get(), 3.0);
-    Row held{"gemm", "dtype=" + dtype + " FMA units", "FMA peak (3 s)"};
-    held.figure = settled;
-    held.unit = "TFLOPS";
-    held.anchor = "nominal";
-    held.ratio = nominal > 0 ? settled / nominal : 0;
-    rows.push_back(held);
+    peak_row("FMA peak (3 s)", settled);
     std::cout << dtype << " FMA peak: nominal " << fixed(nominal, 1) << " TFLOPS at "
               << info.clock_khz / 1000 << " MHz, sustained " << fixed(sustained, 1)
               << " TFLOPS, for 3 s " << fixed(settled, 1) << " TFLOPS\n";

@@ -154,6 +154,56 @@ TEST(Budgets, PatienceStopsAfterNEvaluationsWithoutImprovement) {
   EXPECT_EQ(s.evaluated, last_improvement + 25);
 }
 
+// A configuration the strategy is unlikely to propose first: the space's last one that the
+// recording measured as correct.
+std::string last_correct_config(const Recording& rec) {
+  for (std::size_t i = rec.space.size(); i-- > 0;)
+    if (rec.time_ms[i]) return to_string(rec.space.at(i));
+  return {};
+}
+
+// An ok row of `config` for `key` on an H200, under `hash`.
+ResultRecord h200_row(Database& db, const std::string& key, const std::string& config,
+                      const std::string& hash) {
+  DeviceInfo d;
+  d.name = "NVIDIA H200";
+  d.limits = DeviceLimits::for_arch(9, 0);
+  d.limits.sm_count = 132;
+  ResultRecord r;
+  r.device_id = db.ensure_device(d);
+  r.family = "elementwise";
+  r.template_hash = hash;
+  r.problem = key;
+  r.config = config;
+  r.status = "ok";
+  r.time_median_ms = r.time_min_ms = r.time_max_ms = 1;
+  r.repeats = 10;
+  r.metric = 1;
+  r.unit = "GB/s";
+  return r;
+}
+
+// Three random evaluations of `key` on the recording: the first one evaluated must be `first`
+// (a seed), measured under the current template.
+void expect_evaluated_first(Database& db, const Recording& rec, const std::string& key,
+                            const std::string& first) {
+  const Family& family = find_family("elementwise");
+  auto runner = make_replay_runner(rec, 0);
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 3;
+  o.progress = false;
+  const TuneSummary s = tune(db, *runner, family, Problem::parse("elementwise", key), o);
+  EXPECT_EQ(s.seeded, 1u);  // one configuration, however many earlier templates measured it
+  ResultFilter f;
+  f.run_id = s.run_id;
+  auto rows = db.results(f);
+  ASSERT_EQ(rows.size(), 3u);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  EXPECT_EQ(rows[0].config, first);
+  EXPECT_EQ(rows[0].template_hash, family.template_hash());
+}
+
 // After a template change, re-tuning a problem starts from its winner under the earlier
 // template: that configuration is the first one evaluated, ahead of the strategy's proposals.
 TEST(Transfer, WinnerUnderAnEarlierTemplateIsEvaluatedFirst) {
@@ -161,45 +211,12 @@ TEST(Transfer, WinnerUnderAnEarlierTemplateIsEvaluatedFirst) {
   Database source(dir.file("rec.db"));
   const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
   const Recording rec = load_recording(source, testing::record_synthetic(source, key));
-  const Family& family = find_family("elementwise");
   Database db(dir.file("run.db"));
-  // A configuration the strategy is unlikely to propose first: the space's last one that the
-  // recording measured as correct.
-  std::string old_winner;
-  for (std::size_t i = rec.space.size(); i-- > 0 && old_winner.empty();)
-    if (rec.time_ms[i]) old_winner = to_string(rec.space.at(i));
+  const std::string old_winner = last_correct_config(rec);
   ASSERT_FALSE(old_winner.empty());
-  DeviceInfo d;
-  d.name = "NVIDIA H200";
-  d.limits = DeviceLimits::for_arch(9, 0);
-  d.limits.sm_count = 132;
-  for (const char* hash : {"0123456789abcdef", "fedcba9876543210"}) {
-    ResultRecord r;
-    r.device_id = db.ensure_device(d);
-    r.family = "elementwise";
-    r.template_hash = hash;
-    r.problem = key;
-    r.config = old_winner;
-    r.status = "ok";
-    r.time_median_ms = 1;
-    r.metric = 1;
-    r.unit = "GB/s";
-    db.put_result(r);
-  }
-  auto runner = make_replay_runner(rec, 0);
-  TuneOptions o;
-  o.strategy = "random";
-  o.max_evals = 3;
-  o.progress = false;
-  const TuneSummary s = tune(db, *runner, family, Problem::parse("elementwise", key), o);
-  EXPECT_EQ(s.seeded, 1u);  // the same configuration under two earlier templates: seeded once
-  ResultFilter f;
-  f.run_id = s.run_id;
-  auto rows = db.results(f);
-  ASSERT_EQ(rows.size(), 3u);
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  EXPECT_EQ(rows[0].config, old_winner);
-  EXPECT_EQ(rows[0].template_hash, family.template_hash());
+  for (const char* hash : {"0123456789abcdef", "fedcba9876543210"})
+    db.put_result(h200_row(db, key, old_winner, hash));
+  expect_evaluated_first(db, rec, key, old_winner);
 }
 
 // A shipped preset exported under an earlier template: a new database keeps its winner as a seed
@@ -209,56 +226,24 @@ TEST(Transfer, ShippedWinnerOfAnEarlierTemplateSeedsTheRetune) {
   Database source(dir.file("rec.db"));
   const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
   const Recording rec = load_recording(source, testing::record_synthetic(source, key));
-  const Family& family = find_family("elementwise");
-  std::string old_winner;
-  for (std::size_t i = rec.space.size(); i-- > 0 && old_winner.empty();)
-    if (rec.time_ms[i]) old_winner = to_string(rec.space.at(i));
+  const std::string hash = find_family("elementwise").template_hash();
+  const std::string old_winner = last_correct_config(rec);
   ASSERT_FALSE(old_winner.empty());
   // The preset: one ok row of this problem, exported, then marked as an older template's.
   Database exporter(dir.file("export.db"));
-  DeviceInfo d;
-  d.name = "NVIDIA H200";
-  d.limits = DeviceLimits::for_arch(9, 0);
-  d.limits.sm_count = 132;
-  ResultRecord r;
-  r.device_id = exporter.ensure_device(d);
-  r.family = "elementwise";
-  r.template_hash = family.template_hash();
-  r.problem = key;
-  r.config = old_winner;
-  r.status = "ok";
-  r.time_median_ms = r.time_min_ms = r.time_max_ms = 1;
-  r.repeats = 10;
-  r.metric = 1;
-  r.unit = "GB/s";
-  exporter.put_result(r);
+  exporter.put_result(h200_row(exporter, key, old_winner, hash));
   nlohmann::json doc = nlohmann::json::parse(export_results(exporter, {}).json);
   ASSERT_EQ(doc["results"].size(), 1u);
   doc["results"][0]["template_hash"] = "0123456789abcdef";
-  const std::string preset = doc.dump();
 
   Database db(dir.file("run.db"));
-  const PresetSummary p = load_presets(db, {{"h200.json", preset}});
+  const PresetSummary p = load_presets(db, {{"h200.json", doc.dump()}});
   EXPECT_EQ(p.loaded, 1u);
   EXPECT_EQ(p.rows, 1u);
   EXPECT_EQ(p.seeds, 1u);
-  EXPECT_TRUE(db.best_results("elementwise", family.template_hash()).empty());  // no answer
+  EXPECT_TRUE(db.best_results("elementwise", hash).empty());  // no lookup answers with it
   EXPECT_EQ(check_database(db).stale, 1);
-
-  auto runner = make_replay_runner(rec, 0);
-  TuneOptions o;
-  o.strategy = "random";
-  o.max_evals = 3;
-  o.progress = false;
-  const TuneSummary s = tune(db, *runner, family, Problem::parse("elementwise", key), o);
-  EXPECT_EQ(s.seeded, 1u);
-  ResultFilter f;
-  f.run_id = s.run_id;
-  auto rows = db.results(f);
-  ASSERT_EQ(rows.size(), 3u);
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  EXPECT_EQ(rows[0].config, old_winner);
-  EXPECT_EQ(rows[0].template_hash, family.template_hash());
+  expect_evaluated_first(db, rec, key, old_winner);
 }
 
 }  // namespace
