@@ -343,20 +343,30 @@ TEST(Exchange, ExportImportRoundTripThroughAFile) {
   EXPECT_EQ(b.results({}).size(), 3u);
 }
 
-TEST(Exchange, AllRowsRoundTripSkippingStaleAndInFlight) {
+TEST(Exchange, AllRowsRoundTripSkippingInFlightAndStaleUnlessShipped) {
   TempDir dir;
   Database a(dir.file("a.db"));
   fill(a);
   a.mark_in_flight(row(a, kH100, ew(), kAdd, ew_config(4), 0, "in_flight"));
+  const std::string all = export_results(a, {"", true}).json;
+  // Imported: the row of another template is skipped.
+  Database c(dir.file("c.db"));
+  ImportSummary i = import_results(c, all, "import test", "import:test", false);
+  EXPECT_EQ(i.stale, 1u);
+  EXPECT_EQ(i.seeds, 0u);
+  EXPECT_EQ(i.written.added, 4u);
+  // Shipped: it is kept as a re-tuning seed, which no lookup answers with.
   Database b(dir.file("b.db"));
-  ImportSummary s =
-      import_results(b, export_results(a, {"", true}).json, "import test", "import:test", true);
+  ImportSummary s = import_results(b, all, "import test", "import:test", true);
   EXPECT_EQ(s.entries, 6u);
   EXPECT_EQ(s.stale, 1u);
+  EXPECT_EQ(s.seeds, 1u);
   EXPECT_EQ(s.in_flight, 1u);
-  EXPECT_EQ(s.written.added, 4u);
+  EXPECT_EQ(s.written.added, 5u);
+  for (const auto& best : b.best_results("elementwise", ew().template_hash()))
+    EXPECT_EQ(best.template_hash, ew().template_hash());
   auto rows = b.results({});
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 5u);
   for (const auto& r : rows) EXPECT_EQ(r.origin, "shipped");
   auto failed = std::find_if(rows.begin(), rows.end(),
                              [](const ResultRecord& r) { return r.status == "wrong_result"; });
