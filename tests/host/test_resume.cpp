@@ -64,6 +64,14 @@ Counts count(const std::string& path) {
   return c;
 }
 
+constexpr const char* kCopy = "align=16;dtype=f32;n=1048576;op=copy";
+
+// A synthetic recording of the copy problem, in `dir`/rec.db, loaded into memory.
+Recording copy_recording(const testing::TempDir& dir) {
+  Database source(dir.file("rec.db"));
+  return load_recording(source, testing::record_synthetic(source, kCopy));
+}
+
 TEST(Resume, KilledWithSigkillMidRunThenResumed) {
   testing::TempDir dir;
   const std::string recording = dir.file("rec.db"), target = dir.file("out.db");
@@ -125,9 +133,8 @@ TEST(Resume, KilledWithSigkillMidRunThenResumed) {
 // that was 0.5% faster, and says so.
 TEST(Budgets, PatienceStopsAfterNEvaluationsWithoutImprovement) {
   testing::TempDir dir;
-  Database source(dir.file("rec.db"));
-  const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
-  const Recording rec = load_recording(source, testing::record_synthetic(source, key));
+  const std::string key = kCopy;
+  const Recording rec = copy_recording(dir);
   Database db(dir.file("run.db"));
   auto runner = make_replay_runner(rec, 0);
   TuneOptions o;
@@ -208,9 +215,8 @@ void expect_evaluated_first(Database& db, const Recording& rec, const std::strin
 // template: that configuration is the first one evaluated, ahead of the strategy's proposals.
 TEST(Transfer, WinnerUnderAnEarlierTemplateIsEvaluatedFirst) {
   testing::TempDir dir;
-  Database source(dir.file("rec.db"));
-  const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
-  const Recording rec = load_recording(source, testing::record_synthetic(source, key));
+  const std::string key = kCopy;
+  const Recording rec = copy_recording(dir);
   Database db(dir.file("run.db"));
   const std::string old_winner = last_correct_config(rec);
   ASSERT_FALSE(old_winner.empty());
@@ -223,9 +229,8 @@ TEST(Transfer, WinnerUnderAnEarlierTemplateIsEvaluatedFirst) {
 // (never a lookup's answer), and re-tuning the problem evaluates it first.
 TEST(Transfer, ShippedWinnerOfAnEarlierTemplateSeedsTheRetune) {
   testing::TempDir dir;
-  Database source(dir.file("rec.db"));
-  const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
-  const Recording rec = load_recording(source, testing::record_synthetic(source, key));
+  const std::string key = kCopy;
+  const Recording rec = copy_recording(dir);
   const std::string hash = find_family("elementwise").template_hash();
   const std::string old_winner = last_correct_config(rec);
   ASSERT_FALSE(old_winner.empty());
