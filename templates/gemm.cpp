@@ -234,7 +234,7 @@ class GemmFamily final : public Family {
     if (get(c, "STREAMK")) {
       if (get(c, "SPLITK") > 1) return "STREAMK shares k between blocks itself (SPLITK=1)";
       // What stream-K evens out is the last wave of tiles: after many waves it is a small part.
-      if (tiles > 64 * limits.sm_count) return "tiles enough for many waves (no STREAMK)";
+      if (tiles > 8 * limits.sm_count) return "tiles enough for many waves (no STREAMK)";
       if ((k + bk - 1) / bk < 8) return "fewer than 8 k-tiles per tile to share (no STREAMK)";
     }
     const int bytes = dtype_bytes(p.attr("dtype"));
@@ -648,14 +648,12 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
     kernel.launch(0, static_cast<unsigned>(grid), 1, static_cast<unsigned>(splits), g.threads, 1, 1,
                   g.smem, stream, params);
     if (streamk) {
-      // Shared tile x (after the whole waves' tiles, as gemm_streamk_dp_tiles in gemm.cuh), runs
-      // of 16 bytes (where m allows) down its columns, 256 to a block.
-      const std::int64_t dp = tiles >= 2 * grid ? (tiles / grid - 1) * grid : 0;
+      // Tile x, runs of 16 bytes (where m allows) down its columns, 256 to a block.
       const std::int64_t run = call.m % (16 / bytes) == 0 ? 16 / bytes : 1;
       int tile_m = static_cast<int>(bm), tile_n = static_cast<int>(bn),
           tile_k = static_cast<int>(bk), blocks = static_cast<int>(grid);
       void* fixup[] = {&args, &tile_m, &tile_n, &tile_k, &blocks};
-      kernel.launch(1, static_cast<unsigned>(tiles - dp),
+      kernel.launch(1, static_cast<unsigned>(tiles),
                     static_cast<unsigned>((bm * bn / run + 255) / 256), 1, 256, 1, 1, 0, stream,
                     fixup);
     }

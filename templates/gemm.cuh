@@ -218,13 +218,6 @@ __device__ __forceinline__ Packet<T, VEC> gemm_load(const T* p, bool check, bool
   return r;
 }
 
-// Stream-K: the tiles that whole waves of `blocks` blocks take one each (data-parallel), leaving
-// the rest to share: all tiles under two waves, else `blocks` plus the last partial wave's, so
-// that each block's share of them is one to two tiles.
-__device__ __forceinline__ int gemm_streamk_dp_tiles(int tiles, int blocks) {
-  return tiles >= 2 * blocks ? (tiles / blocks - 1) * blocks : 0;
-}
-
 // MINB = 1 names no minimum (0): the register allocation is the one without the argument. SPLIT:
 // 0 = one block per tile, all of k; 1 = split-K, blockIdx.z takes k_per_split of k; 2 = stream-K
 // (below).
@@ -787,36 +780,26 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
                MMA, MINB, KCONTIG, SPLIT>(p, tile, k_begin, k_end, ws);
   };
   if constexpr (SPLIT == 2) {
-    // Stream-K over the grid's G blocks (as many as the GPU holds at once): whole waves of tiles
-    // first, one tile per block (data-parallel), then the k-tiles of the remaining tiles (all of
-    // them, or G plus the last partial wave's) shared evenly, block b taking [b T / G, (b + 1) T /
-    // G) of their T k-tiles in tile order, so no SM idles in a last partial wave. A tile one
-    // block covers whole goes to C; a tile shared between blocks leaves each block's partial sums
-    // in the block's slot 0 (its first tile) or 1 (its last), which gemm_streamk_fixup sums in
-    // block order.
-    const int tiles = ((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN);
-    const int dp = gemm_streamk_dp_tiles(tiles, gridDim.x);
-    bool first = true;  // later tiles wait until every warp is done with the last one's stages
-    for (int tile = blockIdx.x; tile < dp; tile += gridDim.x) {
-      if (!first) __syncthreads();
-      first = false;
-      block(tile, 0, p.k, nullptr);
-    }
+    const int tiles_m = (p.m + BM - 1) / BM;
+    const int tiles_n = (p.n + BN - 1) / BN;
+    // Stream-K: the grid's G blocks (as many as the GPU holds at once) share the T = tiles x
+    // k-tiles evenly, block b taking [b T / G, (b + 1) T / G) in tile order, so no SM idles in a
+    // last partial wave of tiles. A tile one block covers whole goes to C; a tile shared between
+    // blocks leaves each block's partial sums in the block's slot 0 (its first tile) or 1 (its
+    // last), which gemm_streamk_fixup sums in block order.
     const int k_tiles = (p.k + BK - 1) / BK;
-    const long long total = static_cast<long long>(tiles - dp) * k_tiles;
+    const long long total = static_cast<long long>(tiles_m) * tiles_n * k_tiles;
     const long long begin = total * blockIdx.x / gridDim.x;
     const long long end = total * (blockIdx.x + 1) / gridDim.x;
     for (long long it = begin; it < end;) {
-      const int shared = static_cast<int>(it / k_tiles);
-      const int kt0 = static_cast<int>(it - static_cast<long long>(shared) * k_tiles);
+      const int tile = static_cast<int>(it / k_tiles);
+      const int kt0 = static_cast<int>(it - static_cast<long long>(tile) * k_tiles);
       const int kt1 = static_cast<int>(min(static_cast<long long>(k_tiles), kt0 + (end - it)));
-      if (!first) __syncthreads();
-      first = false;
+      if (it != begin) __syncthreads();  // every warp is done with the last tile's stages
       T* ws = kt0 == 0 && kt1 == k_tiles
                   ? nullptr
                   : p.workspace + (2LL * blockIdx.x + (it != begin)) * (BM * BN);
-      block(dp + shared, kt0 * BK,
-            static_cast<int>(min(static_cast<long long>(p.k), 1LL * kt1 * BK)), ws);
+      block(tile, kt0 * BK, static_cast<int>(min(static_cast<long long>(p.k), 1LL * kt1 * BK)), ws);
       it += kt1 - kt0;
     }
   } else {
@@ -910,20 +893,19 @@ __global__ void __launch_bounds__(256) gemm_splitk_reduce(GemmParams<T> p, int s
     gemm_splitk_sum<T, 1>(p, splits);
 }
 
-// Stream-K fix-up: block (x, y) takes shared tile x (the GEMM kernel's tile dp + x) and, if blocks
-// of the GEMM grid shared it, one run of W consecutive rows per thread (W = 16 bytes' worth where m
-// % W == 0; the partial tiles are BM x BN, column-major), summing the partial sums of those blocks
+// Stream-K fix-up: block (x, y) takes tile x (in the GEMM kernel's tile order) and, if blocks of
+// the GEMM grid shared it, one run of W consecutive rows per thread (W = 16 bytes' worth where m %
+// W == 0; the partial tiles are BM x BN, column-major), summing the partial sums of those blocks
 // in block order (four loads in flight), then alpha and beta. Block b of the G = `blocks` took
-// k-tiles [b T / G, (b + 1) T / G) of the T = shared tiles x k-tiles: the order depends only on
-// the problem, the tile and G, so the bits repeat.
+// k-tiles [b T / G, (b + 1) T / G) of the T = tiles x k-tiles: the order depends only on the
+// problem, the tile and G, so the bits repeat.
 template <typename T, int W>
 __device__ __forceinline__ void gemm_streamk_sum(const GemmParams<T>& p, int bm, int bn, int bk,
                                                  int blocks) {
   using P = Packet<T, W>;
   const int tiles_m = (p.m + bm - 1) / bm, tiles_n = (p.n + bn - 1) / bn;
-  const int dp = gemm_streamk_dp_tiles(tiles_m * tiles_n, blocks);  // tiles before the shared ones
   const long long k_tiles = (p.k + bk - 1) / bk;
-  const long long total = static_cast<long long>(tiles_m * tiles_n - dp) * k_tiles;
+  const long long total = static_cast<long long>(tiles_m) * tiles_n * k_tiles;
   const long long first = blockIdx.x * k_tiles;  // the tile's first k-tile in T
   // The block whose range holds k-tile i: the largest b with b T / G <= i.
   auto owner = [&](long long i) {
@@ -934,7 +916,7 @@ __device__ __forceinline__ void gemm_streamk_sum(const GemmParams<T>& p, int bm,
   const int e = (blockIdx.y * blockDim.x + threadIdx.x) * W, area = bm * bn;
   if (e >= area) return;
   int tm, tn;
-  gemm_tile_of(dp + blockIdx.x, tiles_m, tiles_n, p.swizzle, tm, tn);
+  gemm_tile_of(blockIdx.x, tiles_m, tiles_n, p.swizzle, tm, tn);
   const int row = tm * bm + e % bm, col = tn * bn + e / bm;
   if (row >= p.m || col >= p.n) return;  // (W > 1: m % W == 0, so a run is all in or all out)
   // Block b's partial tile: slot 0 if the tile is b's first (b's range starts in it), else 1.
