@@ -1,7 +1,6 @@
 // Loading CUBINs as modules, launching, and the two-level compile cache (memory, database).
 #include "runtime/kernel_cache.hpp"
 
-#include <algorithm>
 #include <sstream>
 
 #include "db/database.hpp"
@@ -38,8 +37,7 @@ std::vector<FunctionResources> resources_from_text(const std::string& text) {
 Kernel::Kernel(const CompileResult& compiled, const Device& device)
     : resources_(compiled.resources),
       occupancy_block_(compiled.lowered_names.size()),
-      dynamic_smem_allowed_(compiled.lowered_names.size()),
-      resident_(compiled.lowered_names.size()) {
+      dynamic_smem_allowed_(compiled.lowered_names.size()) {
   device.make_current();
   const auto& d = driver();
   check(d.cuModuleLoadData(&module_, compiled.cubin.data()), "cuModuleLoadData");
@@ -55,7 +53,6 @@ Kernel::Kernel(const CompileResult& compiled, const Device& device)
   }
   for (auto& a : occupancy_block_) a = 0;
   for (auto& a : dynamic_smem_allowed_) a = 48 * 1024;
-  for (auto& a : resident_) a = 0;
 }
 
 Kernel::~Kernel() {
@@ -92,19 +89,6 @@ int Kernel::max_active_blocks(std::size_t i, int block, std::size_t dynamic_smem
   check(driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, functions_.at(i), block,
                                                              dynamic_smem),
         "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-  return blocks;
-}
-
-int Kernel::resident_blocks(std::size_t i, int block, int dynamic_smem) const {
-  const std::uint64_t shape =
-      static_cast<std::uint64_t>(block) << 40 | static_cast<std::uint64_t>(dynamic_smem) << 8;
-  const std::uint64_t cached = resident_.at(i).load();
-  if (cached && (cached & ~std::uint64_t(0xFF)) == shape)
-    return static_cast<int>(cached & 0xFF) - 1;
-  if (dynamic_smem > 48 * 1024) allow_dynamic_smem(i, dynamic_smem);
-  const int blocks =
-      std::min(254, max_active_blocks(i, block, static_cast<std::size_t>(dynamic_smem)));
-  resident_[i] = shape | static_cast<std::uint64_t>(blocks + 1);
   return blocks;
 }
 

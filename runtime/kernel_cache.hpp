@@ -35,9 +35,6 @@ class Kernel {
   int occupancy_block_size(std::size_t i = 0) const;
   // Blocks of `block` threads that fit on one SM at once.
   int max_active_blocks(std::size_t i, int block, std::size_t dynamic_smem) const;
-  // The same for a launch shape, asked of the driver once (cached for the last shape asked), with
-  // the function's dynamic shared memory limit raised to `dynamic_smem` first.
-  int resident_blocks(std::size_t i, int block, int dynamic_smem) const;
   // What the driver says of the loaded function i: its registers per thread, and the largest
   // block it can be launched with (registers and shared memory permitting).
   int registers(std::size_t i = 0) const;
@@ -58,8 +55,6 @@ class Kernel {
   std::vector<FunctionResources> resources_;
   mutable std::vector<std::atomic<int>> occupancy_block_;
   mutable std::vector<std::atomic<int>> dynamic_smem_allowed_;
-  // resident_blocks(): block << 40 | dynamic_smem << 8 | (blocks + 1), 0 when not asked yet.
-  mutable std::vector<std::atomic<std::uint64_t>> resident_;
 };
 
 // Compiles and loads kernels once per process; CUBINs persist in the database's binary cache

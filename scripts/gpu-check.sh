@@ -143,10 +143,6 @@ PY
       run_step bench-gemm-f32-8192x128x8192 "$KTUNE" bench gemm --dtype f32 --shape 8192x128x8192 \
         --csv "$OUT/bench_gemm_f32_8192x128x8192.csv"
       ;;
-    bench-gemm-skinny)
-      run_step bench-gemm-f32-8192x128x8192 "$KTUNE" bench gemm --dtype f32 --shape 8192x128x8192 \
-        --csv "$OUT/bench_gemm_f32_8192x128x8192.csv"
-      ;;
     fp64-fma-clocks)
       # The SM clock and power sampled every 50 ms while DGEMM 4096^3 runs for seconds (400 timed
       # launches each of cuBLAS, the tensor-core winner and the FMA-unit best): is the FP64
@@ -297,41 +293,6 @@ PY
       run_step probe-nn-8192x128 "$KTUNE" tune gemm --dtype f32 --shape 8192x128x8192 \
         "${fixed[@]}" --only BM=128,256 --only BN=128 --only BK=16 --only WM=64 --only WN=64 \
         --only SPLITK=2,4 --only PAD=4 --only SWIZZLE=1
-      ;;
-    streamk-probe)
-      # Each shipped GEMM winner against its stream-K twin (the same configuration with STREAMK=1,
-      # where the problem allows it), both measured by the tuner in one run; then the pairs.
-      python3 - db/presets/*.json > "$LOGS/streamk-probe.cmds" <<'PY'
-import json, sys
-for f in sys.argv[1:]:
-    for r in json.load(open(f))["results"]:
-        if r["family"] != "gemm" or r["status"] != "ok":
-            continue
-        p = dict(kv.split("=") for kv in r["problem"].split(";"))
-        c = r["parameters"]
-        only = " ".join(f"--only {k}={v}" for k, v in sorted(c.items()) if k not in ("STREAMK", "SPLITK"))
-        split = c.get("SPLITK", 1)  # stream-K takes the place of split-K: its twin has SPLITK=1
-        only += f" --only SPLITK={split}" + (",1" if split > 1 else "")
-        print(p["dtype"], f'{p["m"]}x{p["n"]}x{p["k"]}', p["op"], p["align"], only)
-PY
-      while read -r dt shape op align only; do
-        # shellcheck disable=SC2086  # $only is a list of options
-        run_step "streamk-$dt-$shape-$op" "$KTUNE" tune gemm --dtype "$dt" --shape "$shape" \
-          --op "$op" --align "$align" --strategy exhaustive --max-evals 0 $only --only STREAMK=0,1
-      done < "$LOGS/streamk-probe.cmds"
-      python3 - "$KTUNE_DB" <<'PY' 2>&1 | tee "$LOGS/streamk-probe.log"
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-rows = db.execute("SELECT problem, config, status, metric FROM results WHERE family = 'gemm' AND "
-                  "origin = 'tuned' AND created_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour')")
-by_problem = {}
-for problem, config, status, metric in rows:
-    c = dict(kv.split("=") for kv in config.split(","))
-    what = f"{metric:.2f}" if status == "ok" else status
-    by_problem.setdefault(problem, []).append(f"SPLITK={c['SPLITK']} STREAMK={c.get('STREAMK', '0')}: {what}")
-for problem, entries in sorted(by_problem.items()):
-    print(f"{problem:<46} " + " | ".join(sorted(entries)))
-PY
       ;;
     gemm-tests)
       run_step gpu-tests-gemm "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1 --gtest_filter='Gemm*'

@@ -111,11 +111,6 @@ class GemmFamily final : public Family {
         {"TN", {4, 8}, "thread tile columns (register blocking)"},
         {"WNITER", {1, 2}, "sub-tiles per warp along n (spreads a thread's columns)"},
         {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
-        {"STREAMK",
-         {0, 1},
-         "1 = stream-K: as many blocks as the GPU holds at once (occupancy API) share all tiles' "
-         "k-tiles evenly, so no SM idles in a last partial wave; tiles shared between blocks are "
-         "summed in a fixed order by a second kernel"},
         {"MMA",
          {0, 1, 2, 3, 4},
          "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
@@ -183,9 +178,8 @@ class GemmFamily final : public Family {
     std::vector<Config> out;
     for (const auto& c : space) {
       const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == !c.at("MMA") &&
-                         c.at("STREAMK") == 0 && c.at("MINB") == 1 && c.at("KCONTIG") == 0 &&
-                         c.at("UNROLL") == 0 && c.at("VEC") == widest && c.at("PAD") == pad &&
-                         c.at("SWIZZLE") == 1;
+                         c.at("MINB") == 1 && c.at("KCONTIG") == 0 && c.at("UNROLL") == 0 &&
+                         c.at("VEC") == widest && c.at("PAD") == pad && c.at("SWIZZLE") == 1;
       if (usual || shape_of(c) == first.at(c.at("MMA"))) out.push_back(c);
     }
     return out;
@@ -212,12 +206,12 @@ class GemmFamily final : public Family {
                   "gemm: a problem has exactly dtype, op, m, n, k and align");
   }
 
-  // The tile shape, SPLITK, STREAMK, MMA, VEC and SWIZZLE come first in params(): most of their
+  // The tile shape, SPLITK, MMA, VEC and SWIZZLE come first in params(): most of their
   // combinations are no tile, split k where the problem has tiles enough without, a tensor-core
   // shape for f32 or for a thread tile it does not take, a vector the problem's alignment does not
   // allow, or a rasterization group as tall as the grid (all of them for a 64 x 64 C, whose walk
   // took 11 s on the host with these three after the prefix).
-  std::size_t prefix_params() const override { return 13; }
+  std::size_t prefix_params() const override { return 12; }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
     const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
@@ -230,12 +224,6 @@ class GemmFamily final : public Family {
       const std::int64_t kps = ((k + split - 1) / split + bk - 1) / bk * bk;
       if ((k + kps - 1) / kps != split) return "SPLITK leaves empty splits";
       if (kps < 4 * bk) return "splits shorter than 4 k-tiles";
-    }
-    if (get(c, "STREAMK")) {
-      if (get(c, "SPLITK") > 1) return "STREAMK shares k between blocks itself (SPLITK=1)";
-      // What stream-K evens out is the last wave of tiles: after many waves it is a small part.
-      if (tiles > 8 * limits.sm_count) return "tiles enough for many waves (no STREAMK)";
-      if ((k + bk - 1) / bk < 8) return "fewer than 8 k-tiles per tile to share (no STREAMK)";
     }
     const int bytes = dtype_bytes(p.attr("dtype"));
     const Geometry g = shape_geometry(c);
@@ -357,7 +345,6 @@ class GemmFamily final : public Family {
     while (c["VEC"] > 1 && reject(c, p, limits).find("VEC") != std::string::npos) c["VEC"] /= 2;
     if (reject(c, p, limits).find("SWIZZLE") != std::string::npos) c["SWIZZLE"] = 1;
     if (c["SPLITK"] > 1 && !reject(c, p, limits).empty()) c["SPLITK"] = 1;
-    if (c.count("STREAMK") && c["STREAMK"] && !reject(c, p, limits).empty()) c["STREAMK"] = 0;
     return c;
   }
 
@@ -373,15 +360,10 @@ class GemmFamily final : public Family {
     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
                              "PREFETCH", "UNROLL", "VEC", "PAD", "MMA", "MINB", "KCONTIG"})
       args += ", " + std::to_string(get(c, name));
-    // The kernel's SPLIT: 0 (none), 1 (split-K), 2 (stream-K); then the kernel that sums.
-    const bool split = get(c, "SPLITK") > 1, stream = get(c, "STREAMK") != 0;
-    std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " +
-                                      (stream  ? "2"
-                                       : split ? "1"
-                                               : "0") +
+    const bool split = get(c, "SPLITK") > 1;
+    std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
                                       ">"};
     if (split) names.push_back("ktune::gemm_splitk_reduce<" + type + ">");
-    if (stream) names.push_back("ktune::gemm_streamk_fixup<" + type + ">");
     return names;
   }
 
@@ -404,7 +386,6 @@ class GemmFamily final : public Family {
             {"PAD", (ta || !tb) ? 4 : 0},
             {"SWIZZLE", 1},
             {"SPLITK", 1},
-            {"STREAMK", 0},
             {"MMA", 0},
             {"MINB", 1},
             {"KCONTIG", 0}};
@@ -615,7 +596,7 @@ Problem gemm_problem(const std::string& dtype, bool trans_a, bool trans_b, std::
   return p;
 }
 
-void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
+void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&,
                  const GemmCall& call, CUstream stream) {
   const int bytes = call.element_bytes;
   const Geometry g = geometry(config, bytes, call.trans_a, call.trans_b);
@@ -626,16 +607,6 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   std::int64_t kps = call.k, splits = 1;
   CUdeviceptr workspace = 0;
   const auto& d = driver();
-  // Stream-K: one block per block the GPU holds at once (the occupancy API's count for this
-  // kernel), never more than there are k-tiles; two partial tiles per block.
-  const bool streamk = get(config, "STREAMK") != 0;
-  std::int64_t grid = tiles;
-  if (streamk) {
-    const int resident = std::max(1, kernel.resident_blocks(0, g.threads, g.smem));
-    grid = std::min<std::int64_t>(std::int64_t(limits.sm_count) * resident,
-                                  tiles * ((call.k + bk - 1) / bk));
-    workspace = detail::scratch_alloc(static_cast<std::size_t>(2 * grid * bm * bn) * bytes, stream);
-  }
   if (split > 1) {
     kps = ((call.k + split - 1) / split + bk - 1) / bk * bk;
     splits = (call.k + kps - 1) / kps;
@@ -645,18 +616,8 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   void* ws = reinterpret_cast<void*>(workspace);
   auto go = [&](auto args) {
     void* params[] = {&args};
-    kernel.launch(0, static_cast<unsigned>(grid), 1, static_cast<unsigned>(splits), g.threads, 1, 1,
-                  g.smem, stream, params);
-    if (streamk) {
-      // Tile x, runs of 16 bytes (where m allows) down its columns, 256 to a block.
-      const std::int64_t run = call.m % (16 / bytes) == 0 ? 16 / bytes : 1;
-      int tile_m = static_cast<int>(bm), tile_n = static_cast<int>(bn),
-          tile_k = static_cast<int>(bk), blocks = static_cast<int>(grid);
-      void* fixup[] = {&args, &tile_m, &tile_n, &tile_k, &blocks};
-      kernel.launch(1, static_cast<unsigned>(tiles),
-                    static_cast<unsigned>((bm * bn / run + 255) / 256), 1, 256, 1, 1, 0, stream,
-                    fixup);
-    }
+    kernel.launch(0, static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits), g.threads, 1,
+                  1, g.smem, stream, params);
     if (split > 1) {
       // 256 threads: groups of splits (y) times runs of 16 bytes of C (x, where m allows). Few
       // runs take more groups, up to 32, so that about 2^18 threads share the loads; the groups

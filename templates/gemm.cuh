@@ -8,10 +8,9 @@
 // too, so it is copied without a transpose and read KCONTIG k-steps per vector. Edge tiles: the
 // register-staged copies read rows and columns past the matrix from row or column 0 unchecked
 // (their results are never written), leaving the predicated path to the last k-tile and to
-// vectors that straddle m or n; the cp.async copies zero-fill past the matrix. Stream-K: a grid of
-// resident blocks shares all tiles' k-tiles evenly, shared tiles summed by a fix-up kernel. For
-// f64, MMA = 1 to 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see
-// GemmDmma) from the same shared-memory tiles instead of the FMA units.
+// vectors that straddle m or n; the cp.async copies zero-fill past the matrix. For f64, MMA = 1 to
+// 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see GemmDmma) from
+// the same shared-memory tiles instead of the FMA units.
 #pragma once
 
 #include "common.cuh"
@@ -173,7 +172,6 @@ struct GemmTile {
                 "STAGES: 1 (no buffering), 2 (double buffering), 3 or 4 (cp.async pipeline)");
   static_assert(MMA >= 0 && MMA <= 4, "MMA: 0 (FMA units) or a tensor-core shape 1 to 4");
   static_assert(MINB >= 1 && MINB <= 4, "MINB: 1 to 4 resident blocks per SM");
-  static_assert(SPLIT >= 0 && SPLIT <= 2, "SPLIT: 0 (none), 1 (split-K) or 2 (stream-K)");
   static_assert(
       !MMA ||
           (sizeof(T) == 8 && BK % Dmma::kK == 0 && WM % Dmma::kM == 0 && !PREFETCH && UNROLL == 0),
@@ -218,14 +216,12 @@ __device__ __forceinline__ Packet<T, VEC> gemm_load(const T* p, bool check, bool
   return r;
 }
 
-// MINB = 1 names no minimum (0): the register allocation is the one without the argument. SPLIT:
-// 0 = one block per tile, all of k; 1 = split-K, blockIdx.z takes k_per_split of k; 2 = stream-K
-// (below).
+// MINB = 1 names no minimum (0): the register allocation is the one without the argument.
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
           int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
           int KCONTIG, int SPLIT>
-__device__ __forceinline__ void gemm_block(GemmParams<T> p, int sk_tile, int sk_begin, int sk_end,
-                                           T* sk_ws) {
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 0)
+    gemm_kernel(GemmParams<T> p) {
   using G = GemmTile<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH, UNROLL, VEC,
                      PAD, MMA, MINB, KCONTIG, SPLIT>;
   extern __shared__ __align__(16) unsigned char gemm_smem[];
@@ -236,11 +232,11 @@ __device__ __forceinline__ void gemm_block(GemmParams<T> p, int sk_tile, int sk_
   const int tiles_m = (p.m + BM - 1) / BM;
   const int tiles_n = (p.n + BN - 1) / BN;
   int tile_m, tile_n;
-  gemm_tile_of(SPLIT == 2 ? sk_tile : blockIdx.x, tiles_m, tiles_n, p.swizzle, tile_m, tile_n);
-  const int k_begin = SPLIT == 2 ? sk_begin : SPLIT ? blockIdx.z * p.k_per_split : 0;
-  const int k_end = SPLIT == 2 ? sk_end : SPLIT ? min(p.k, k_begin + p.k_per_split) : p.k;
+  gemm_tile_of(blockIdx.x, tiles_m, tiles_n, p.swizzle, tile_m, tile_n);
   const int m0 = tile_m * BM;
   const int n0 = tile_n * BN;
+  const int k_begin = SPLIT ? blockIdx.z * p.k_per_split : 0;
+  const int k_end = SPLIT ? min(p.k, k_begin + p.k_per_split) : p.k;
   const int k_tiles = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   const int full_k_tiles = k_end > k_begin ? (k_end - k_begin) / BK : 0;
   const bool interior = m0 + BM <= p.m && n0 + BN <= p.n;
@@ -685,18 +681,9 @@ __device__ __forceinline__ void gemm_block(GemmParams<T> p, int sk_tile, int sk_
     }
   }
 
-  // Epilogue: alpha * acc + beta * C (C not read when beta == 0), or the partial sums.
+  // Epilogue: alpha * acc + beta * C (C not read when beta == 0), or the split-K partial sum.
   const bool beta_zero = p.beta == T(0);
-  T* ws = SPLIT == 2 ? sk_ws
-          : SPLIT    ? p.workspace + static_cast<long long>(blockIdx.z) * p.m * p.n
-                     : nullptr;
-  const bool partial = SPLIT == 1 || (SPLIT == 2 && ws != nullptr);
-  auto partial_at = [&](int row, int col) -> T& {
-    if constexpr (SPLIT == 2)
-      return ws[(row - m0) + (col - n0) * BM];
-    else
-      return ws[row + static_cast<long long>(col) * p.m];
-  };
+  T* ws = SPLIT ? p.workspace + static_cast<long long>(blockIdx.z) * p.m * p.n : nullptr;
   if constexpr (MMA) {
 #pragma unroll
     for (int i = 0; i < G::kMmaM; ++i)
@@ -708,8 +695,8 @@ __device__ __forceinline__ void gemm_block(GemmParams<T> p, int sk_tile, int sk_
           const int col = n0 + wn0 + j * 8 + lk * 2 + r % 2;
           if (!interior && (row >= p.m || col >= p.n)) continue;
           const T v = macc[i][j][r];
-          if (partial) {
-            partial_at(row, col) = v;
+          if (SPLIT) {
+            ws[row + static_cast<long long>(col) * p.m] = v;
           } else {
             T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
             *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
@@ -717,7 +704,7 @@ __device__ __forceinline__ void gemm_block(GemmParams<T> p, int sk_tile, int sk_
         }
     return;
   }
-  if (!partial && interior && p.c_vector && TM % G::kChunk == 0 && !G::kAk) {
+  if (!SPLIT && interior && p.c_vector && TM % G::kChunk == 0 && !G::kAk) {
     // A thread's TM rows of a column are contiguous: write them as 16-byte vectors.
 #pragma unroll
     for (int wi = 0; wi < G::kWmIter; ++wi)
@@ -759,79 +746,14 @@ __device__ __forceinline__ void gemm_block(GemmParams<T> p, int sk_tile, int sk_
           const int col = n0 + wn0 + G::b_col(wj, j, ln);
           if (!interior && (row >= p.m || col >= p.n)) continue;
           const T v = acc[wi * TM + i][wj * TN + j];
-          if (partial) {
-            partial_at(row, col) = v;
+          if (SPLIT) {
+            ws[row + static_cast<long long>(col) * p.m] = v;
           } else {
             T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
             *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
           }
         }
     }
-}
-
-// One block per tile (SPLIT 0), per tile and split of k (1), or stream-K (2).
-template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
-          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
-          int KCONTIG, int SPLIT>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 0)
-    gemm_kernel(GemmParams<T> p) {
-  auto block = [&](int tile, int k_begin, int k_end, T* ws) {
-    gemm_block<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH, UNROLL, VEC, PAD,
-               MMA, MINB, KCONTIG, SPLIT>(p, tile, k_begin, k_end, ws);
-  };
-  if constexpr (SPLIT == 2) {
-    const int tiles_m = (p.m + BM - 1) / BM;
-    const int tiles_n = (p.n + BN - 1) / BN;
-    // Stream-K: the grid's G blocks (as many as the GPU holds at once) share the T = tiles x
-    // k-tiles evenly, block b taking [b T / G, (b + 1) T / G) in tile order, so no SM idles in a
-    // last partial wave of tiles. A tile one block covers whole goes to C; a tile shared between
-    // blocks leaves each block's partial sums in the block's slot 0 (its first tile) or 1 (its
-    // last), which gemm_streamk_fixup sums in block order.
-    const int k_tiles = (p.k + BK - 1) / BK;
-    const long long total = static_cast<long long>(tiles_m) * tiles_n * k_tiles;
-    const long long begin = total * blockIdx.x / gridDim.x;
-    const long long end = total * (blockIdx.x + 1) / gridDim.x;
-    for (long long it = begin; it < end;) {
-      const int tile = static_cast<int>(it / k_tiles);
-      const int kt0 = static_cast<int>(it - static_cast<long long>(tile) * k_tiles);
-      const int kt1 = static_cast<int>(min(static_cast<long long>(k_tiles), kt0 + (end - it)));
-      if (it != begin) __syncthreads();  // every warp is done with the last tile's stages
-      T* ws = kt0 == 0 && kt1 == k_tiles
-                  ? nullptr
-                  : p.workspace + (2LL * blockIdx.x + (it != begin)) * (BM * BN);
-      block(tile, kt0 * BK, static_cast<int>(min(static_cast<long long>(p.k), 1LL * kt1 * BK)), ws);
-      it += kt1 - kt0;
-    }
-  } else {
-    gemm_block<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH, UNROLL, VEC, PAD,
-               MMA, MINB, KCONTIG, SPLIT>(p, 0, 0, 0, nullptr);
-  }
-}
-
-// C = alpha * sum + beta * C for W consecutive rows of one column at cp (C not read when
-// beta == 0), as one 16-byte access where cp is aligned for it.
-template <typename T, int W>
-__device__ __forceinline__ void gemm_store_run(const GemmParams<T>& p, Packet<T, W> sum, T* cp) {
-  using P = Packet<T, W>;
-  const bool whole = W > 1 && reinterpret_cast<unsigned long long>(cp) % sizeof(P) == 0;
-  P c;
-  if (p.beta != T(0)) {
-    if (whole) {
-      c = *reinterpret_cast<const P*>(cp);
-    } else {
-#pragma unroll
-      for (int e = 0; e < W; ++e) c.v[e] = cp[e];
-    }
-  }
-#pragma unroll
-  for (int e = 0; e < W; ++e)
-    sum.v[e] = p.beta == T(0) ? p.alpha * sum.v[e] : fma(p.alpha, sum.v[e], p.beta * c.v[e]);
-  if (whole) {
-    *reinterpret_cast<P*>(cp) = sum;
-  } else {
-#pragma unroll
-    for (int e = 0; e < W; ++e) cp[e] = sum.v[e];
-  }
 }
 
 // Deterministic split-K reduction over the splits x m x n partial sums. Thread (x, y) of a block
@@ -881,7 +803,26 @@ __device__ __forceinline__ void gemm_splitk_sum(const GemmParams<T>& p, int spli
   }
   if (!live) return;
   const long long first = run * W, col = first / p.m;
-  gemm_store_run(p, sum, p.c + (first - col * p.m) + col * p.ldc);
+  T* cp = p.c + (first - col * p.m) + col * p.ldc;
+  const bool whole = W > 1 && reinterpret_cast<unsigned long long>(cp) % sizeof(P) == 0;
+  P c;
+  if (p.beta != T(0)) {
+    if (whole) {
+      c = *reinterpret_cast<const P*>(cp);
+    } else {
+#pragma unroll
+      for (int e = 0; e < W; ++e) c.v[e] = cp[e];
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < W; ++e)
+    sum.v[e] = p.beta == T(0) ? p.alpha * sum.v[e] : fma(p.alpha, sum.v[e], p.beta * c.v[e]);
+  if (whole) {
+    *reinterpret_cast<P*>(cp) = sum;
+  } else {
+#pragma unroll
+    for (int e = 0; e < W; ++e) cp[e] = sum.v[e];
+  }
 }
 
 template <typename T>
@@ -891,68 +832,6 @@ __global__ void __launch_bounds__(256) gemm_splitk_reduce(GemmParams<T> p, int s
     gemm_splitk_sum<T, kW>(p, splits);
   else
     gemm_splitk_sum<T, 1>(p, splits);
-}
-
-// Stream-K fix-up: block (x, y) takes tile x (in the GEMM kernel's tile order) and, if blocks of
-// the GEMM grid shared it, one run of W consecutive rows per thread (W = 16 bytes' worth where m %
-// W == 0; the partial tiles are BM x BN, column-major), summing the partial sums of those blocks
-// in block order (four loads in flight), then alpha and beta. Block b of the G = `blocks` took
-// k-tiles [b T / G, (b + 1) T / G) of the T = tiles x k-tiles: the order depends only on the
-// problem, the tile and G, so the bits repeat.
-template <typename T, int W>
-__device__ __forceinline__ void gemm_streamk_sum(const GemmParams<T>& p, int bm, int bn, int bk,
-                                                 int blocks) {
-  using P = Packet<T, W>;
-  const int tiles_m = (p.m + bm - 1) / bm, tiles_n = (p.n + bn - 1) / bn;
-  const long long k_tiles = (p.k + bk - 1) / bk;
-  const long long total = static_cast<long long>(tiles_m) * tiles_n * k_tiles;
-  const long long first = blockIdx.x * k_tiles;  // the tile's first k-tile in T
-  // The block whose range holds k-tile i: the largest b with b T / G <= i.
-  auto owner = [&](long long i) {
-    return static_cast<int>(((i + 1) * blocks + total - 1) / total - 1);
-  };
-  const int b0 = owner(first), b1 = owner(first + k_tiles - 1);
-  if (b0 == b1) return;  // one block covered the tile and wrote C
-  const int e = (blockIdx.y * blockDim.x + threadIdx.x) * W, area = bm * bn;
-  if (e >= area) return;
-  int tm, tn;
-  gemm_tile_of(blockIdx.x, tiles_m, tiles_n, p.swizzle, tm, tn);
-  const int row = tm * bm + e % bm, col = tn * bn + e / bm;
-  if (row >= p.m || col >= p.n) return;  // (W > 1: m % W == 0, so a run is all in or all out)
-  // Block b's partial tile: slot 0 if the tile is b's first (b's range starts in it), else 1.
-  auto slot = [&](int b) {
-    const long long start = total * b / blocks;
-    return p.workspace + (2LL * b + (start >= first ? 0 : 1)) * area + e;
-  };
-  P sum;
-#pragma unroll
-  for (int v = 0; v < W; ++v) sum.v[v] = T(0);
-  int b = b0;
-  for (; b + 3 <= b1; b += 4) {
-    P in[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) in[u] = *reinterpret_cast<const P*>(slot(b + u));
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-#pragma unroll
-      for (int v = 0; v < W; ++v) sum.v[v] += in[u].v[v];
-  }
-  for (; b <= b1; ++b) {
-    const P in = *reinterpret_cast<const P*>(slot(b));
-#pragma unroll
-    for (int v = 0; v < W; ++v) sum.v[v] += in.v[v];
-  }
-  gemm_store_run(p, sum, p.c + row + static_cast<long long>(col) * p.ldc);
-}
-
-template <typename T>
-__global__ void __launch_bounds__(256)
-    gemm_streamk_fixup(GemmParams<T> p, int bm, int bn, int bk, int blocks) {
-  constexpr int kW = 16 / sizeof(T);
-  if (p.m % kW == 0)
-    gemm_streamk_sum<T, kW>(p, bm, bn, bk, blocks);
-  else
-    gemm_streamk_sum<T, 1>(p, bm, bn, bk, blocks);
 }
 
 // C = beta * C for k == 0 or alpha == 0 (BLAS: A and B are not read); beta == 0 writes zeros.

@@ -237,9 +237,9 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
   EXPECT_EQ(rt.explain("gemm", problem.key()).step, LookupStep::kCache);
 }
 
-// Split-K and stream-K pinned for one odd problem (edge tiles in m and n, splits of 1256 or 640):
-// the partial sums and their reduction verify with beta and over NaN in C, for f32 and f64 on the
-// FMA units and the tensor cores, and give the same bits run after run.
+// Split-K pinned for one odd problem (edge tiles in m and n, splits of 1256 or 640): the partial
+// sums and their reduction verify with beta and over NaN in C, for f32 and f64 on the FMA units and
+// the tensor cores, and give the same bits run after run.
 TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
   KTUNE_REQUIRE_GPU();
   const Family& family = find_family("gemm");
@@ -256,20 +256,6 @@ TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
       {"f64",
        "BK=8,BM=128,BN=64,MMA=0,PAD=4,PREFETCH=1,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=64,WNITER=2"},
-      // Stream-K: every tile shared by dozens of blocks (4 or 12 tiles of 625 k-tiles over the
-      // blocks the GPU holds), their partial tiles summed by the fix-up kernel.
-      {"f32",
-       "BK=8,BM=128,BN=128,MMA=0,PAD=0,PREFETCH=2,SPLITK=1,STAGES=2,STREAMK=1,SWIZZLE=1,TM=4,TN=4,"
-       "UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2"},
-      {"f32",
-       "BK=8,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=3,STREAMK=1,SWIZZLE=2,TM=4,TN=4,"
-       "UNROLL=0,VEC=4,WM=32,WN=32,WNITER=1"},
-      {"f64",
-       "BK=8,BM=64,BN=128,MMA=2,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,STREAMK=1,SWIZZLE=1,TM=4,TN=4,"
-       "UNROLL=0,VEC=2,WM=32,WN=64,WNITER=1"},
-      {"f64",
-       "BK=8,BM=128,BN=64,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=2,STREAMK=1,SWIZZLE=1,TM=4,TN=4,"
-       "UNROLL=0,VEC=2,WM=32,WN=64,WNITER=2"},
   };
   std::uint64_t seed = 9000;
   for (const Pin& pin : pins) {
@@ -383,20 +369,6 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       {"f64",
        "BK=16,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=2,SPLITK=4,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=32,WNITER=1"},
-      // Stream-K (where a call has 8 k-tiles or more; the lookup drops it elsewhere), with
-      // rasterized tiles, through registers and cp.async, on the FMA units and the tensor cores.
-      {"f32",
-       "BK=8,BM=128,BN=128,MMA=0,PAD=4,PREFETCH=2,SPLITK=1,STAGES=2,STREAMK=1,SWIZZLE=8,TM=4,TN=4,"
-       "UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2"},
-      {"f32",
-       "BK=8,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,STREAMK=1,SWIZZLE=1,TM=4,TN=4,"
-       "UNROLL=0,VEC=4,WM=32,WN=32,WNITER=2"},
-      {"f64",
-       "BK=8,BM=64,BN=128,MMA=2,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,STREAMK=1,SWIZZLE=8,TM=4,TN=4,"
-       "UNROLL=0,VEC=2,WM=32,WN=64,WNITER=1"},
-      {"f64",
-       "BK=8,BM=128,BN=64,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=2,STREAMK=1,SWIZZLE=1,TM=4,TN=4,"
-       "UNROLL=0,VEC=2,WM=32,WN=64,WNITER=2"},
   };
   std::uint64_t seed = 5000;
   for (const Pin& pin : pins) {
@@ -453,9 +425,6 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
     EXPECT_EQ(used.at("PREFETCH"), pinned.at("PREFETCH")) << choice.config;
     if (pinned.count("KCONTIG")) {
       EXPECT_EQ(used.at("KCONTIG"), pinned.at("KCONTIG")) << choice.config;  // nn keeps it
-    }
-    if (pinned.count("STREAMK")) {
-      EXPECT_EQ(used.at("STREAMK"), pinned.at("STREAMK")) << choice.config;  // 12 k-tiles or more
     }
   }
 }

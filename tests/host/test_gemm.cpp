@@ -186,48 +186,6 @@ TEST(GemmSpace, DefaultIsValidForEveryProblemAndAdaptNarrowsVectors) {
   EXPECT_EQ(f.reject(adapted, unaligned, lim), "");
 }
 
-TEST(GemmSpace, StreamKWhereTilesLeaveAPartialWaveAndNotWithSplitK) {
-  const Family& f = find_family("gemm");
-  const DeviceLimits lim = DeviceLimits::for_arch(9, 0);
-  const Config c = f.normalize(parse_config(
-      "BK=8,BM=128,BN=128,MMA=0,PAD=0,PREFETCH=2,SPLITK=1,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
-      "VEC=4,WM=64,WN=64,WNITER=2"));
-  EXPECT_EQ(c.at("STREAMK"), 0);  // rows stored before the parameter: the kernel they measured
-  Config s = c;
-  s["STREAMK"] = 1;
-  const Problem skinny = gemm_problem("f32", false, false, 8192, 128, 8192, 4);
-  EXPECT_EQ(f.reject(s, skinny, lim), "");
-  // The stream-K kernel, then the fix-up kernel that sums the tiles blocks shared.
-  const auto names = f.name_expressions(s, skinny);
-  ASSERT_EQ(names.size(), 2u);
-  EXPECT_NE(names[0].find(", 2>"), std::string::npos) << names[0];
-  EXPECT_EQ(names[1], "ktune::gemm_streamk_fixup<float>");
-  EXPECT_NE(f.name_expressions(c, skinny)[0].find(", 0>"), std::string::npos);
-  // Not together with split-K, nor for many waves of tiles (8192^2 has 4096 tiles of 128 x 128)
-  // or fewer than 8 k-tiles per tile.
-  Config both = s;
-  both["SPLITK"] = 4;
-  EXPECT_NE(f.reject(both, skinny, lim).find("STREAMK"), std::string::npos);
-  const Problem square = gemm_problem("f32", false, false, 8192, 8192, 8192, 4);
-  EXPECT_NE(f.reject(s, square, lim).find("STREAMK"), std::string::npos);
-  const Problem shallow = gemm_problem("f32", false, false, 8192, 128, 56, 4);
-  EXPECT_NE(f.reject(s, shallow, lim).find("STREAMK"), std::string::npos);
-  // A stream-K result adapted to a problem it cannot serve falls back to one block per tile.
-  const Config adapted = f.adapt(s, square, lim);
-  EXPECT_EQ(adapted.at("STREAMK"), 0);
-  EXPECT_EQ(f.reject(adapted, square, lim), "");
-  // The space offers it where it may help (4096^2 has 1024 tiles of 128 x 128: under 8 waves).
-  bool any = false;
-  SearchSpace space(f, gemm_problem("f32", false, false, 4096, 4096, 4096, 4), lim);
-  for (const auto& x : space.configs())
-    if (x.at("STREAMK")) {
-      any = true;
-      EXPECT_EQ(x.at("SPLITK"), 1) << to_string(x);
-      EXPECT_LE((4096 / x.at("BM")) * (4096 / x.at("BN")), 8 * lim.sm_count) << to_string(x);
-    }
-  EXPECT_TRUE(any);
-}
-
 TEST(GemmSuite, MatchesTheIssue) {
   auto suite = gemm_suite();
   EXPECT_EQ(suite.size(), 14u);

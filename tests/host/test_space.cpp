@@ -66,7 +66,7 @@ TEST(SearchSpace, OnlyHoldsParametersToTheGivenValues) {
 
 TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
   // GEMM rules out most tile shapes, split-K counts, tensor-core shapes, vector widths and
-  // rasterization groups by its first 13 parameters and skips the rest of those combinations;
+  // rasterization groups by its first 12 parameters and skips the rest of those combinations;
   // here the whole product (narrowed by `only`) is walked by brute force instead.
   const Family& gemm = find_family("gemm");
   ASSERT_GT(gemm.prefix_params(), 0u);
@@ -242,11 +242,9 @@ TEST(Strategy, EvolveBeatsRandomOnASyntheticGemmSpace) {
     }
     std::sort(evolve.begin(), evolve.end());
     std::sort(random.begin(), random.end());
-    // With 16 proposals in flight, a budget of 50 leaves little room for children: the two are
-    // within noise of each other there (the medians of 30 seeds moved by about 1% either way
-    // when STREAMK joined the space): not clearly worse.
+    // With 16 proposals in flight, a budget of 50 leaves little room for children: not worse.
     if (budget == 50)
-      EXPECT_GE(evolve[15], 0.98 * random[15]) << "budget " << budget;
+      EXPECT_GE(evolve[15], random[15]) << "budget " << budget;
     else
       EXPECT_GT(evolve[15], random[15]) << "budget " << budget;
     if (budget == 200) {
