@@ -294,6 +294,42 @@ PY
         "${fixed[@]}" --only BM=128,256 --only BN=128 --only BK=16 --only WM=64 --only WN=64 \
         --only SPLITK=2,4 --only PAD=4 --only SWIZZLE=1
       ;;
+    winners-probe)
+      # Each shipped GEMM winner against its twins: the same configuration with PROBE (NAME=V,V...)
+      # instead of its own value, all measured by the tuner in one run, then a table per problem.
+      # PROBE_WHERE (a Python expression over the winner's parameters, e.g. 'SPLITK > 1') picks
+      # the winners.
+      : "${PROBE:?winners-probe needs PROBE=NAME=V,V...}"
+      python3 - "${PROBE%%=*}" "${PROBE_WHERE:-True}" db/presets/*.json > "$LOGS/winners-probe.cmds" <<'PY'
+import json, sys
+name, where = sys.argv[1], sys.argv[2]
+for f in sys.argv[3:]:
+    for r in json.load(open(f))["results"]:
+        if r["family"] != "gemm" or r["status"] != "ok" or not eval(where, {}, dict(r["parameters"])):
+            continue
+        p = dict(kv.split("=") for kv in r["problem"].split(";"))
+        only = " ".join(f"--only {k}={v}" for k, v in sorted(r["parameters"].items()) if k != name)
+        print(p["dtype"], f'{p["m"]}x{p["n"]}x{p["k"]}', p["op"], p["align"], only)
+PY
+      while read -r dt shape op align only; do
+        # shellcheck disable=SC2086  # $only is a list of options
+        run_step "probe-$dt-$shape-$op" "$KTUNE" tune gemm --dtype "$dt" --shape "$shape" \
+          --op "$op" --align "$align" --strategy exhaustive --max-evals 0 $only --only "$PROBE"
+      done < "$LOGS/winners-probe.cmds"
+      python3 - "$KTUNE_DB" "${PROBE%%=*}" <<'PY' 2>&1 | tee "$LOGS/winners-probe.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT problem, config, status, metric FROM results WHERE family = 'gemm' AND "
+                  "origin = 'tuned' AND created_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 hour')")
+by_problem = {}
+for problem, config, status, metric in rows:
+    c = dict(kv.split("=") for kv in config.split(","))
+    what = f"{metric:.2f}" if status == "ok" else status
+    by_problem.setdefault(problem, []).append(f"{sys.argv[2]}={c.get(sys.argv[2], '?')}: {what}")
+for problem, entries in sorted(by_problem.items()):
+    print(f"{problem:<46} " + " | ".join(sorted(entries)))
+PY
+      ;;
     gemm-tests)
       run_step gpu-tests-gemm "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1 --gtest_filter='Gemm*'
       ;;

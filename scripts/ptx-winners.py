@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""PTX of every shipped GEMM winner (db/presets/*.json), compiled with nvcc for sm_90, one file per
+kernel into OUTDIR: run it before and after a template change and diff the two folders to see
+which kernels the change touched (no GPU needed).
+
+  scripts/ptx-winners.py OUTDIR [--presets FILE] [--templates DIR]
+                         [--extra 'float, 0, 0, BM, ..., KCONTIG, SPLIT' ...]
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ORDER = ["BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES", "PREFETCH", "UNROLL", "VEC",
+         "PAD", "MMA", "MINB", "KCONTIG"]
+
+
+def template_args(row):
+    c = row["parameters"]
+    p = dict(kv.split("=") for kv in row["problem"].split(";"))
+    t = "float" if p["dtype"] == "f32" else "double"
+    args = [t, "1" if p["op"][0] == "t" else "0", "1" if p["op"][1] == "t" else "0"]
+    args += [str(c[k]) for k in ORDER]
+    split = 1 if c["SPLITK"] > 1 else 0
+    return ", ".join(args + [str(split)])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("outdir")
+    ap.add_argument("--presets", default=None, help="one presets file ('' for none)")
+    ap.add_argument("--extra", action="append", default=[])
+    ap.add_argument("--templates", default=os.path.join(ROOT, "templates"),
+                    help="folder with gemm.cuh (another checkout's, for a before/after diff)")
+    a = ap.parse_args()
+    files = glob.glob(os.path.join(ROOT, "db/presets/*.json")) if a.presets is None else (
+        [a.presets] if a.presets else [])
+    kernels = set(a.extra)
+    for f in files:
+        for row in json.load(open(f))["results"]:
+            if row["family"] == "gemm" and row["status"] == "ok":
+                kernels.add(template_args(row))
+    os.makedirs(a.outdir, exist_ok=True)
+
+    def build(args):
+        name = args.replace(", ", "_")
+        t = args.split(",")[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "k.cu")
+            with open(src, "w") as f:
+                f.write('#include "gemm.cuh"\nnamespace ktune {\n'
+                        f"template __global__ void gemm_kernel<{args}>(GemmParams<{t}>);\n}}\n")
+            out = os.path.join(a.outdir, name + ".ptx")
+            r = subprocess.run(["nvcc", "-std=c++17", "-DKTUNE_NVRTC=1", "-arch=sm_90", "-ptx", "-I",
+                                a.templates, src, "-o", out],
+                               capture_output=True, text=True)
+            return name, r.returncode, r.stderr[-2000:]
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+        failed = 0
+        for name, rc, err in pool.map(build, sorted(kernels)):
+            if rc:
+                failed += 1
+                print(f"FAILED {name}\n{err}", file=sys.stderr)
+        print(f"{len(kernels) - failed} of {len(kernels)} kernels -> {a.outdir}")
+        return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
