@@ -110,24 +110,19 @@ void Kernel::launch(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsign
 
 void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,
                             unsigned smem, CUstream stream, void** args) const {
-  launch_cluster(i, {grid_x, 1, 1}, {block_x, 1, 1}, {cluster_x, 1, 1}, smem, stream, args);
-}
-
-void Kernel::launch_cluster(std::size_t i, Dims grid, Dims block, Dims cluster, unsigned smem,
-                            CUstream stream, void** args) const {
   if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = cluster.x;
-  attr.value.clusterDim.y = cluster.y;
-  attr.value.clusterDim.z = cluster.z;
+  attr.value.clusterDim.x = cluster_x;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
   CUlaunchConfig config{};
-  config.gridDimX = grid.x;
-  config.gridDimY = grid.y;
-  config.gridDimZ = grid.z;
-  config.blockDimX = block.x;
-  config.blockDimY = block.y;
-  config.blockDimZ = block.z;
+  config.gridDimX = grid_x;
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = block_x;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
   config.sharedMemBytes = smem;
   config.hStream = stream;
   config.attrs = &attr;

@@ -45,15 +45,9 @@ class Kernel {
   void launch(std::size_t i, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
               unsigned block_y, unsigned block_z, unsigned dynamic_smem, CUstream stream,
               void** args) const;
-  // Launch with thread-block clusters (compute capability 9.0+): of cluster_x blocks along x, or
-  // of the given shape (which divides the grid).
+  // Launch with a thread-block cluster of cluster_x blocks (compute capability 9.0+).
   void launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,
                       unsigned dynamic_smem, CUstream stream, void** args) const;
-  struct Dims {
-    unsigned x = 1, y = 1, z = 1;
-  };
-  void launch_cluster(std::size_t i, Dims grid, Dims block, Dims cluster, unsigned dynamic_smem,
-                      CUstream stream, void** args) const;
 
  private:
   CUmodule module_ = nullptr;

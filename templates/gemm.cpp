@@ -89,8 +89,6 @@ Geometry geometry(const Config& c, int bytes, bool ta, bool tb) {
   const std::int64_t a = kc && ta ? bm * (bk + pad) : bk * (bm + pad);
   const std::int64_t b = kc && !tb ? bn * (bk + pad) : bk * (bn + pad);
   g.smem = static_cast<int>(get(c, "STAGES") * (a + b) * bytes);
-  // KREDUCE: the block's partial sums of its tile, in the same shared memory after the k loop.
-  if (get(c, "KREDUCE")) g.smem = std::max(g.smem, static_cast<int>(bm * bn * bytes));
   return g;
 }
 
@@ -113,11 +111,6 @@ class GemmFamily final : public Family {
         {"TN", {4, 8}, "thread tile columns (register blocking)"},
         {"WNITER", {1, 2}, "sub-tiles per warp along n (spreads a thread's columns)"},
         {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
-        {"KREDUCE",
-         {0, 1},
-         "how split-K sums: 0 = partial sums in global memory and a second kernel; 1 = the 2 to 8 "
-         "splits of a tile run as one thread-block cluster (sm_90+) and sum through distributed "
-         "shared memory, writing C in the same kernel"},
         {"MMA",
          {0, 1, 2, 3, 4},
          "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
@@ -185,9 +178,8 @@ class GemmFamily final : public Family {
     std::vector<Config> out;
     for (const auto& c : space) {
       const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == !c.at("MMA") &&
-                         c.at("KREDUCE") == 0 && c.at("MINB") == 1 && c.at("KCONTIG") == 0 &&
-                         c.at("UNROLL") == 0 && c.at("VEC") == widest && c.at("PAD") == pad &&
-                         c.at("SWIZZLE") == 1;
+                         c.at("MINB") == 1 && c.at("KCONTIG") == 0 && c.at("UNROLL") == 0 &&
+                         c.at("VEC") == widest && c.at("PAD") == pad && c.at("SWIZZLE") == 1;
       if (usual || shape_of(c) == first.at(c.at("MMA"))) out.push_back(c);
     }
     return out;
@@ -214,12 +206,12 @@ class GemmFamily final : public Family {
                   "gemm: a problem has exactly dtype, op, m, n, k and align");
   }
 
-  // The tile shape, SPLITK, KREDUCE, MMA, VEC and SWIZZLE come first in params(): most of their
+  // The tile shape, SPLITK, MMA, VEC and SWIZZLE come first in params(): most of their
   // combinations are no tile, split k where the problem has tiles enough without, a tensor-core
   // shape for f32 or for a thread tile it does not take, a vector the problem's alignment does not
   // allow, or a rasterization group as tall as the grid (all of them for a 64 x 64 C, whose walk
   // took 11 s on the host with these three after the prefix).
-  std::size_t prefix_params() const override { return 13; }
+  std::size_t prefix_params() const override { return 12; }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
     const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
@@ -232,11 +224,6 @@ class GemmFamily final : public Family {
       const std::int64_t kps = ((k + split - 1) / split + bk - 1) / bk * bk;
       if ((k + kps - 1) / kps != split) return "SPLITK leaves empty splits";
       if (kps < 4 * bk) return "splits shorter than 4 k-tiles";
-    }
-    if (get(c, "KREDUCE")) {
-      // A portable cluster holds at most 8 blocks.
-      if (get(c, "SPLITK") < 2 || get(c, "SPLITK") > 8) return "KREDUCE=1 sums 2 to 8 splits";
-      if (limits.cc_major < 9) return "KREDUCE=1 needs thread-block clusters (sm_90)";
     }
     const int bytes = dtype_bytes(p.attr("dtype"));
     const Geometry g = shape_geometry(c);
@@ -358,7 +345,6 @@ class GemmFamily final : public Family {
     while (c["VEC"] > 1 && reject(c, p, limits).find("VEC") != std::string::npos) c["VEC"] /= 2;
     if (reject(c, p, limits).find("SWIZZLE") != std::string::npos) c["SWIZZLE"] = 1;
     if (c["SPLITK"] > 1 && !reject(c, p, limits).empty()) c["SPLITK"] = 1;
-    if (c.count("KREDUCE") && c["KREDUCE"] && !reject(c, p, limits).empty()) c["KREDUCE"] = 0;
     return c;
   }
 
@@ -374,15 +360,10 @@ class GemmFamily final : public Family {
     for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
                              "PREFETCH", "UNROLL", "VEC", "PAD", "MMA", "MINB", "KCONTIG"})
       args += ", " + std::to_string(get(c, name));
-    // The kernel's SPLIT: 0 (none), 1 (split-K through global memory, then the reduction
-    // kernel), 2 (split-K summed in a cluster).
-    const bool split = get(c, "SPLITK") > 1, cluster = split && get(c, "KREDUCE");
-    std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " +
-                                      (cluster ? "2"
-                                       : split ? "1"
-                                               : "0") +
+    const bool split = get(c, "SPLITK") > 1;
+    std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
                                       ">"};
-    if (split && !cluster) names.push_back("ktune::gemm_splitk_reduce<" + type + ">");
+    if (split) names.push_back("ktune::gemm_splitk_reduce<" + type + ">");
     return names;
   }
 
@@ -405,7 +386,6 @@ class GemmFamily final : public Family {
             {"PAD", (ta || !tb) ? 4 : 0},
             {"SWIZZLE", 1},
             {"SPLITK", 1},
-            {"KREDUCE", 0},
             {"MMA", 0},
             {"MINB", 1},
             {"KCONTIG", 0}};
@@ -627,23 +607,15 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   std::int64_t kps = call.k, splits = 1;
   CUdeviceptr workspace = 0;
   const auto& d = driver();
-  const bool cluster = split > 1 && get(config, "KREDUCE");
   if (split > 1) {
     kps = ((call.k + split - 1) / split + bk - 1) / bk * bk;
     splits = (call.k + kps - 1) / kps;
-    if (!cluster)
-      workspace =
-          detail::scratch_alloc(static_cast<std::size_t>(splits * call.m * call.n) * bytes, stream);
+    workspace =
+        detail::scratch_alloc(static_cast<std::size_t>(splits * call.m * call.n) * bytes, stream);
   }
   void* ws = reinterpret_cast<void*>(workspace);
   auto go = [&](auto args) {
     void* params[] = {&args};
-    if (cluster) {  // the splits of a tile (along z) are one cluster and sum in it
-      kernel.launch_cluster(0, {static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits)},
-                            {static_cast<unsigned>(g.threads), 1, 1},
-                            {1, 1, static_cast<unsigned>(splits)}, g.smem, stream, params);
-      return;
-    }
     kernel.launch(0, static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits), g.threads, 1,
                   1, g.smem, stream, params);
     if (split > 1) {

@@ -8,11 +8,9 @@
 // too, so it is copied without a transpose and read KCONTIG k-steps per vector. Edge tiles: the
 // register-staged copies read rows and columns past the matrix from row or column 0 unchecked
 // (their results are never written), leaving the predicated path to the last k-tile and to
-// vectors that straddle m or n; the cp.async copies zero-fill past the matrix. Split-K sums its
-// partial sums through global memory and a second kernel, or within a thread-block cluster of the
-// tile's splits (SPLIT = 2). For f64, MMA = 1 to 4 computes the warp tile with mma.sync (m8n8k4,
-// m16n8k4, m16n8k8, m16n8k16; see GemmDmma) from the same shared-memory tiles instead of the FMA
-// units.
+// vectors that straddle m or n; the cp.async copies zero-fill past the matrix. For f64, MMA = 1 to
+// 4 computes the warp tile with mma.sync (m8n8k4, m16n8k4, m16n8k8, m16n8k16; see GemmDmma) from
+// the same shared-memory tiles instead of the FMA units.
 #pragma once
 
 #include "common.cuh"
@@ -116,65 +114,6 @@ struct GemmDmma {
   }
 };
 
-// Thread-block clusters (sm_90+): the split barrier (arrive releases this thread's shared-memory
-// writes to the cluster, wait acquires everyone's) and loads from another block's shared memory
-// (distributed shared memory), W elements at the 32-bit address `addr` of block `rank`.
-__device__ __forceinline__ void gemm_cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-template <typename T, int W>
-__device__ __forceinline__ Packet<T, W> gemm_dsmem_load(unsigned addr, unsigned rank) {
-  Packet<T, W> r;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  if constexpr (sizeof(T) == 4 && W == 4)
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3])
-                 : "r"(remote)
-                 : "memory");
-  else if constexpr (sizeof(T) == 8 && W == 2)
-    asm volatile("ld.shared::cluster.v2.f64 {%0, %1}, [%2];"
-                 : "=d"(r.v[0]), "=d"(r.v[1])
-                 : "r"(remote)
-                 : "memory");
-  else
-    static_assert(W == 4 || W == 2, "16-byte loads: 4 floats or 2 doubles");
-#else
-  for (int e = 0; e < W; ++e) r.v[e] = T(0);
-#endif
-  return r;
-}
-
-// C = alpha * sum + beta * C for W consecutive rows of one column at cp (C not read when
-// beta == 0), as one 16-byte access where cp is aligned for it.
-template <typename T, int W>
-__device__ __forceinline__ void gemm_store_run(const GemmParams<T>& p, Packet<T, W> sum, T* cp) {
-  using P = Packet<T, W>;
-  const bool whole = W > 1 && reinterpret_cast<unsigned long long>(cp) % sizeof(P) == 0;
-  P c;
-  if (p.beta != T(0)) {
-    if (whole) {
-      c = *reinterpret_cast<const P*>(cp);
-    } else {
-#pragma unroll
-      for (int e = 0; e < W; ++e) c.v[e] = cp[e];
-    }
-  }
-#pragma unroll
-  for (int e = 0; e < W; ++e)
-    sum.v[e] = p.beta == T(0) ? p.alpha * sum.v[e] : fma(p.alpha, sum.v[e], p.beta * c.v[e]);
-  if (whole) {
-    *reinterpret_cast<P*>(cp) = sum;
-  } else {
-#pragma unroll
-    for (int e = 0; e < W; ++e) cp[e] = sum.v[e];
-  }
-}
-
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
           int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
           int KCONTIG, int SPLIT>
@@ -233,8 +172,6 @@ struct GemmTile {
                 "STAGES: 1 (no buffering), 2 (double buffering), 3 or 4 (cp.async pipeline)");
   static_assert(MMA >= 0 && MMA <= 4, "MMA: 0 (FMA units) or a tensor-core shape 1 to 4");
   static_assert(MINB >= 1 && MINB <= 4, "MINB: 1 to 4 resident blocks per SM");
-  static_assert(SPLIT >= 0 && SPLIT <= 2,
-                "SPLIT: 0 (none), 1 (split-K through global memory) or 2 (in a cluster)");
   static_assert(
       !MMA ||
           (sizeof(T) == 8 && BK % Dmma::kK == 0 && WM % Dmma::kM == 0 && !PREFETCH && UNROLL == 0),
@@ -279,9 +216,7 @@ __device__ __forceinline__ Packet<T, VEC> gemm_load(const T* p, bool check, bool
   return r;
 }
 
-// MINB = 1 names no minimum (0): the register allocation is the one without the argument. SPLIT:
-// 0 = one block per tile, 1 = split-K (blockIdx.z takes k_per_split of k) with the partial sums
-// in `workspace` for gemm_splitk_reduce, 2 = split-K with the splits of a tile in one cluster.
+// MINB = 1 names no minimum (0): the register allocation is the one without the argument.
 template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
           int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
           int KCONTIG, int SPLIT>
@@ -746,64 +681,6 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
     }
   }
 
-  if constexpr (SPLIT == 2) {
-    // Split-K in a cluster: the gridDim.z splits of this tile are one thread-block cluster. Each
-    // block leaves its partial sums in its own shared memory (BM x BN, column-major), then sums
-    // its 1 / splits of the tile over the blocks' shared memory in split order (so the bits
-    // repeat) and writes it to C: no partial sums in global memory, no second kernel.
-    T* red = reinterpret_cast<T*>(gemm_smem);
-    __syncthreads();  // every warp is done with the pipeline's stages
-    if constexpr (MMA) {
-#pragma unroll
-      for (int i = 0; i < G::kMmaM; ++i)
-#pragma unroll
-        for (int j = 0; j < G::kMmaN; ++j)
-#pragma unroll
-          for (int r = 0; r < D::kC; ++r)
-            red[wm0 + i * D::kM + lr + 8 * (r / 2) + (wn0 + j * 8 + lk * 2 + r % 2) * BM] =
-                macc[i][j][r];
-    } else {
-#pragma unroll
-      for (int wi = 0; wi < G::kWmIter; ++wi)
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int wj = 0; wj < WNITER; ++wj)
-#pragma unroll
-            for (int j = 0; j < TN; ++j)
-              red[wm0 + G::a_row(wi, i, lm) + (wn0 + G::b_col(wj, j, ln)) * BM] =
-                  acc[wi * TM + i][wj * TN + j];
-    }
-    gemm_cluster_sync();  // every block's partial sums are in its shared memory
-    constexpr int kW = 16 / sizeof(T);
-    const int splits = gridDim.z, per = BM * BN / splits;
-    const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(red));
-    for (int e = blockIdx.z * per + tid * kW; e < (blockIdx.z + 1) * per; e += G::kThreads * kW) {
-      const int row = m0 + e % BM, col = n0 + e / BM;
-      if (row >= p.m || col >= p.n) continue;
-      Packet<T, kW> sum, in[8];
-#pragma unroll
-      for (int q = 0; q < 8; ++q)  // (at most 8 blocks in a portable cluster)
-        if (q < splits) in[q] = gemm_dsmem_load<T, kW>(base + e * sizeof(T), q);
-#pragma unroll
-      for (int v = 0; v < kW; ++v) sum.v[v] = T(0);
-#pragma unroll
-      for (int q = 0; q < 8; ++q)
-        if (q < splits)
-#pragma unroll
-          for (int v = 0; v < kW; ++v) sum.v[v] += in[q].v[v];
-      T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
-      if (row + kW <= p.m) {
-        gemm_store_run(p, sum, cp);
-      } else {
-        for (int v = 0; row + v < p.m; ++v)
-          cp[v] = p.beta == T(0) ? p.alpha * sum.v[v] : fma(p.alpha, sum.v[v], p.beta * cp[v]);
-      }
-    }
-    gemm_cluster_sync();  // nobody reads a block's shared memory after it exits
-    return;
-  }
-
   // Epilogue: alpha * acc + beta * C (C not read when beta == 0), or the split-K partial sum.
   const bool beta_zero = p.beta == T(0);
   T* ws = SPLIT ? p.workspace + static_cast<long long>(blockIdx.z) * p.m * p.n : nullptr;
@@ -926,7 +803,26 @@ __device__ __forceinline__ void gemm_splitk_sum(const GemmParams<T>& p, int spli
   }
   if (!live) return;
   const long long first = run * W, col = first / p.m;
-  gemm_store_run(p, sum, p.c + (first - col * p.m) + col * p.ldc);
+  T* cp = p.c + (first - col * p.m) + col * p.ldc;
+  const bool whole = W > 1 && reinterpret_cast<unsigned long long>(cp) % sizeof(P) == 0;
+  P c;
+  if (p.beta != T(0)) {
+    if (whole) {
+      c = *reinterpret_cast<const P*>(cp);
+    } else {
+#pragma unroll
+      for (int e = 0; e < W; ++e) c.v[e] = cp[e];
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < W; ++e)
+    sum.v[e] = p.beta == T(0) ? p.alpha * sum.v[e] : fma(p.alpha, sum.v[e], p.beta * c.v[e]);
+  if (whole) {
+    *reinterpret_cast<P*>(cp) = sum;
+  } else {
+#pragma unroll
+    for (int e = 0; e < W; ++e) cp[e] = sum.v[e];
+  }
 }
 
 template <typename T>

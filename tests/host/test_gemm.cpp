@@ -186,53 +186,6 @@ TEST(GemmSpace, DefaultIsValidForEveryProblemAndAdaptNarrowsVectors) {
   EXPECT_EQ(f.reject(adapted, unaligned, lim), "");
 }
 
-TEST(GemmSpace, ClusterSplitKTakesTwoToEightSplitsOnSm90) {
-  const Family& f = find_family("gemm");
-  const DeviceLimits lim = DeviceLimits::for_arch(9, 0);
-  const Config c = f.normalize(parse_config(
-      "BK=8,BM=128,BN=128,MMA=0,PAD=0,PREFETCH=2,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
-      "VEC=4,WM=64,WN=64,WNITER=2"));
-  EXPECT_EQ(c.at("KREDUCE"), 0);  // rows stored before the parameter: the kernel they measured
-  const Problem skinny = gemm_problem("f32", false, false, 8192, 128, 8192, 4);
-  const auto global = f.name_expressions(c, skinny);
-  ASSERT_EQ(global.size(), 2u);  // the split-K kernel, then the reduction kernel
-  EXPECT_NE(global[0].find(", 1>"), std::string::npos) << global[0];
-  Config k = c;
-  k["KREDUCE"] = 1;
-  EXPECT_EQ(f.reject(k, skinny, lim), "");
-  const auto cluster = f.name_expressions(k, skinny);
-  ASSERT_EQ(cluster.size(), 1u);  // the splits sum in the kernel itself
-  EXPECT_NE(cluster[0].find(", 2>"), std::string::npos) << cluster[0];
-  // 2 to 8 splits (a portable cluster), thread-block clusters (sm_90).
-  for (std::int64_t split : {1, 16}) {
-    Config x = k;
-    x["SPLITK"] = split;
-    EXPECT_NE(f.reject(x, skinny, lim).find("KREDUCE"), std::string::npos) << split;
-  }
-  EXPECT_NE(f.reject(k, skinny, DeviceLimits::for_arch(8, 0)).find("KREDUCE"), std::string::npos);
-  // A problem with tiles enough for the GPU drops the split and with it the cluster sum.
-  const Problem square = gemm_problem("f32", false, false, 4096, 4096, 4096, 4);
-  const Config adapted = f.adapt(k, square, lim);
-  EXPECT_EQ(adapted.at("SPLITK"), 1);
-  EXPECT_EQ(adapted.at("KREDUCE"), 0);
-  EXPECT_EQ(f.reject(adapted, square, lim), "");
-  // The shared memory holds the block's partial tile after the k loop (128 x 128 floats), and
-  // the space offers the cluster sum wherever it offers 2 to 8 splits.
-  const Config big = f.normalize(parse_config(
-      "BK=8,BM=256,BN=128,KREDUCE=1,MMA=0,PAD=0,PREFETCH=2,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,"
-      "UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2"));
-  EXPECT_EQ(f.reject(big, skinny, lim), "");
-  bool any = false;
-  SearchSpace space(f, skinny, lim);
-  for (const auto& x : space.configs())
-    if (x.at("KREDUCE")) {
-      any = true;
-      EXPECT_GE(x.at("SPLITK"), 2) << to_string(x);
-      EXPECT_LE(x.at("SPLITK"), 8) << to_string(x);
-    }
-  EXPECT_TRUE(any);
-}
-
 TEST(GemmSuite, MatchesTheIssue) {
   auto suite = gemm_suite();
   EXPECT_EQ(suite.size(), 14u);
