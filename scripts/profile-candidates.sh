@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute over one GEMM problem's candidates in the tuner's worker (a winner and its twins,
-# as --only options): per-kernel summary of time, grid,
-# occupancy, DRAM and L2, and stall reasons. Usage: scripts/profile-candidates.sh SHAPE "ONLY..."
+# named by --only options): per kernel, time, grid, registers, occupancy, DRAM and L2 traffic and
+# the stall reasons. Usage: scripts/profile-candidates.sh SHAPE "--only NAME=V[,V] ..."
 set -uo pipefail
 cd "$(dirname "$0")/.."
 shape=$1

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """PTX of every shipped GEMM winner (db/presets/*.json), compiled with nvcc for sm_90, one file per
-kernel into OUTDIR: run it before and after a template change and diff the two folders to see
-which kernels the change touched (no GPU needed).
+kernel into OUTDIR; with --compare, each kernel against the same file in another folder, virtual
+registers renumbered in order of use first, so that only code changes count. Run it on the
+templates before a change (--templates of a checkout of them) and after, to see without a GPU
+which kernels the change touched.
 
-  scripts/ptx-winners.py OUTDIR [--presets FILE] [--templates DIR]
+  scripts/ptx-winners.py OUTDIR [--presets FILE] [--templates DIR] [--compare BASEDIR]
                          [--extra 'float, 0, 0, BM, ..., KCONTIG, SPLIT' ...]
 """
 import argparse
+import difflib
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,6 +34,19 @@ def template_args(row):
     return ", ".join(args + [str(split)])
 
 
+def normalized(path):
+    """The PTX's instructions with virtual registers renumbered by first use, per class."""
+    names = {}
+
+    def rename(m):
+        seen = names.setdefault(m.group(1), {})
+        return f"%{m.group(1)}#{seen.setdefault(m.group(2), len(seen))}"
+
+    with open(path) as f:
+        return [re.sub(r"%([a-z]+)(\d+)\b", rename, line) for line in f
+                if not line.startswith("//") and ".reg " not in line]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
@@ -37,6 +54,7 @@ def main():
     ap.add_argument("--extra", action="append", default=[])
     ap.add_argument("--templates", default=os.path.join(ROOT, "templates"),
                     help="folder with gemm.cuh (another checkout's, for a before/after diff)")
+    ap.add_argument("--compare", default=None, help="a folder written by an earlier run")
     a = ap.parse_args()
     files = glob.glob(os.path.join(ROOT, "db/presets/*.json")) if a.presets is None else (
         [a.presets] if a.presets else [])
@@ -68,7 +86,17 @@ def main():
                 failed += 1
                 print(f"FAILED {name}\n{err}", file=sys.stderr)
         print(f"{len(kernels) - failed} of {len(kernels)} kernels -> {a.outdir}")
-        return 1 if failed else 0
+    if a.compare:
+        for args in sorted(kernels):
+            name = args.replace(", ", "_") + ".ptx"
+            before, after = os.path.join(a.compare, name), os.path.join(a.outdir, name)
+            if not os.path.exists(before) or not os.path.exists(after):
+                print(f"{name}: missing in one folder")
+                continue
+            changed = sum(1 for line in difflib.unified_diff(normalized(before), normalized(after), n=0)
+                          if line[:1] in "+-" and line[:3] not in ("+++", "---"))
+            print(f"{name}: " + ("same" if not changed else f"{changed} lines differ"))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
