@@ -20,6 +20,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# gemm_kernel's template arguments after T, OPA, OPB, in the order GemmFamily::name_expressions
+# (templates/gemm.cpp) writes them; SPLIT follows.
 ORDER = ["BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES", "PREFETCH", "UNROLL", "VEC",
          "PAD", "MMA", "MINB", "KCONTIG"]
 
@@ -74,6 +76,7 @@ def main():
                 f.write('#include "gemm.cuh"\nnamespace ktune {\n'
                         f"template __global__ void gemm_kernel<{args}>(GemmParams<{t}>);\n}}\n")
             out = os.path.join(a.outdir, name + ".ptx")
+            # The language options NVRTC compiles the families with (runtime/nvrtc.cpp).
             r = subprocess.run(["nvcc", "-std=c++17", "-DKTUNE_NVRTC=1", "-arch=sm_90", "-ptx", "-I",
                                 a.templates, src, "-o", out],
                                capture_output=True, text=True)
