@@ -330,6 +330,28 @@ for problem, entries in sorted(by_problem.items()):
     print(f"{problem:<46} " + " | ".join(sorted(entries)))
 PY
       ;;
+    sweep)
+      # Exhaustive runs over hand-picked neighbourhoods: SWEEP_FILE holds one per line,
+      # "NAME DTYPE MxNxK OP --only NAME=V,V ...", then the 8 fastest (median) of each problem.
+      : "${SWEEP_FILE:?sweep needs SWEEP_FILE}"
+      while read -r name dt shape op only; do
+        [[ -z $name || $name == \#* ]] && continue
+        # shellcheck disable=SC2086  # $only is a list of options
+        run_step "sweep-$name" "$KTUNE" tune gemm --dtype "$dt" --shape "$shape" --op "$op" \
+          --strategy exhaustive --max-evals 0 $only
+      done < "$SWEEP_FILE"
+      python3 - "$KTUNE_DB" <<'PY' 2>&1 | tee "$LOGS/sweep.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+problems = [p for (p,) in db.execute("SELECT DISTINCT problem FROM results WHERE family = 'gemm'")]
+for problem in problems:
+    print(problem)
+    for config, ms, metric, regs in db.execute(
+            "SELECT config, time_median_ms, metric, registers FROM results WHERE family = 'gemm' "
+            "AND problem = ? AND status = 'ok' ORDER BY time_median_ms LIMIT 8", (problem,)):
+        print(f"  {ms * 1e3:8.1f} us {metric:6.2f} TFLOPS {regs:3} regs  {config}")
+PY
+      ;;
     gemm-tests)
       run_step gpu-tests-gemm "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1 --gtest_filter='Gemm*'
       ;;
