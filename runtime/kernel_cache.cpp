@@ -50,6 +50,10 @@ Kernel::Kernel(const CompileResult& compiled, const Device& device)
       check(r, ("cuModuleGetFunction(" + name + ")").c_str());
     }
     functions_.push_back(f);
+    int version = 0;
+    check(d.cuFuncGetAttribute(&version, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f),
+          "cuFuncGetAttribute(BINARY_VERSION)");
+    binary_version_.push_back(version);
   }
   for (auto& a : occupancy_block_) a = 0;
   for (auto& a : dynamic_smem_allowed_) a = 48 * 1024;
@@ -106,6 +110,29 @@ void Kernel::launch(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsign
   check(driver().cuLaunchKernel(functions_.at(i), gx, gy, gz, bx, by, bz, smem, stream, args,
                                 nullptr),
         "cuLaunchKernel");
+}
+
+void Kernel::launch_dependent(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                              unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                              void** args) const {
+  if (binary_version_.at(i) < 90) return launch(i, gx, gy, gz, bx, by, bz, smem, stream, args);
+  if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = gx;
+  config.gridDimY = gy;
+  config.gridDimZ = gz;
+  config.blockDimX = bx;
+  config.blockDimY = by;
+  config.blockDimZ = bz;
+  config.sharedMemBytes = smem;
+  config.hStream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  check(driver().cuLaunchKernelEx(&config, functions_.at(i), args, nullptr),
+        "cuLaunchKernelEx (programmatic dependent launch)");
 }
 
 void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,

@@ -630,8 +630,8 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
       const int per_block = 256 / groups;
       void* reduce[] = {&args, &s};
       const std::int64_t blocks = (runs + per_block - 1) / per_block;
-      kernel.launch(1, static_cast<unsigned>(blocks), 1, 1, per_block, groups, 1, 0, stream,
-                    reduce);
+      kernel.launch_dependent(1, static_cast<unsigned>(blocks), 1, 1, per_block, groups, 1, 0,
+                              stream, reduce);
     }
   };
   if (bytes == 4)

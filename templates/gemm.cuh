@@ -227,6 +227,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
   extern __shared__ __align__(16) unsigned char gemm_smem[];
   T* As = reinterpret_cast<T*>(gemm_smem);  // [STAGES][kStageA]
   T* Bs = As + STAGES * G::kStageA;         // [STAGES][kStageB]
+#if __CUDA_ARCH__ >= 900
+  // Split K: let the reduction's launch begin now (it waits for this grid's end before reading).
+  if constexpr (SPLIT) asm volatile("griddepcontrol.launch_dependents;");
+#endif
 
   const int tid = threadIdx.x;
   const int tiles_m = (p.m + BM - 1) / BM;
@@ -825,8 +829,13 @@ __device__ __forceinline__ void gemm_splitk_sum(const GemmParams<T>& p, int spli
   }
 }
 
+// Launched as a programmatic dependent of gemm_kernel (Kernel::launch_dependent): its blocks may
+// start while the GEMM's last blocks still run, and wait here until the partial sums are written.
 template <typename T>
 __global__ void __launch_bounds__(256) gemm_splitk_reduce(GemmParams<T> p, int splits) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   constexpr int kW = 16 / sizeof(T);
   if (p.m % kW == 0)
     gemm_splitk_sum<T, kW>(p, splits);
