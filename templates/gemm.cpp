@@ -363,7 +363,7 @@ class GemmFamily final : public Family {
     const bool split = get(c, "SPLITK") > 1;
     std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
                                       ">"};
-    if (split) names.push_back("ktune::gemm_splitk_reduce<" + type + ">");
+    if (split) names.push_back("ktune::gemm_splitk_reduce<" + args + ">");
     return names;
   }
 
@@ -610,8 +610,8 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   if (split > 1) {
     kps = ((call.k + split - 1) / split + bk - 1) / bk * bk;
     splits = (call.k + kps - 1) / kps;
-    workspace =
-        detail::scratch_alloc(static_cast<std::size_t>(splits * call.m * call.n) * bytes, stream);
+    workspace = detail::scratch_alloc(static_cast<std::size_t>(splits * tiles * bm * bn) * bytes,
+                                      stream);
   }
   void* ws = reinterpret_cast<void*>(workspace);
   auto go = [&](auto args) {
@@ -619,12 +619,16 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
     kernel.launch(0, static_cast<unsigned>(tiles), 1, static_cast<unsigned>(splits), g.threads, 1,
                   1, g.smem, stream, params);
     if (split > 1) {
-      // 256 threads: groups of splits (y) times runs of 16 bytes of C (x, where m allows). Few
-      // runs take more groups, up to 32, so that about 2^18 threads share the loads; the groups
-      // depend on the problem only, which keeps the order of the sums, and so the bits, fixed.
+      // 256 threads: groups of splits (y) times runs of accumulators (x): a thread's consecutive
+      // rows of C, up to 16 bytes (GemmTile::kRun). Few runs take more groups, up to 32, so that
+      // about 2^18 threads share the loads; the groups depend on the problem and configuration
+      // only, which keeps the order of the sums, and so the bits, fixed.
       int s = static_cast<int>(splits);
-      const std::int64_t run = 16 / bytes;
-      const std::int64_t runs = call.m % run == 0 ? call.m * call.n / run : call.m * call.n;
+      const bool a_k_contiguous = get(config, "KCONTIG") > 0 && call.trans_a;
+      const std::int64_t run = get(config, "MMA") || a_k_contiguous
+                                   ? 1
+                                   : std::min<std::int64_t>(get(config, "TM"), 16 / bytes);
+      const std::int64_t runs = tiles * bm * bn / run;
       int groups = 1;
       while (groups < 32 && groups * 2 <= s && runs * groups < (std::int64_t(1) << 18)) groups *= 2;
       const int per_block = 256 / groups;

@@ -25,7 +25,7 @@ struct GemmParams {
   const T* a;
   const T* b;
   T* c;
-  T* workspace;  // split-K partial sums: splits x m x n, column-major
+  T* workspace;  // split-K partial sums: splits x tiles x BM x BN (GemmTile::frag_pos)
   long long lda, ldb, ldc;
   int m, n, k;
   int k_per_split;  // a multiple of BK; the k range of blockIdx.z
@@ -118,6 +118,7 @@ template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, 
           int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
           int KCONTIG, int SPLIT>
 struct GemmTile {
+  static constexpr int kBM = BM, kBN = BN;
   static constexpr int kWarpsM = BM / WM;
   static constexpr int kThreads = (BM / WM) * (BN / WN) * 32;
   static constexpr int kWmIter = (WM * WN) / (32 * TM * TN * WNITER);
@@ -199,6 +200,27 @@ struct GemmTile {
   __device__ __forceinline__ static int b_col(int wj, int t, int ln) {
     return wj * kSubN + (kBk ? t * kLanesN + ln : ln * TN + t);
   }
+  // Split K: a block writes its partial sums warp by warp, each warp's accumulators in register
+  // order with the 32 lanes side by side (accumulator f of a lane at f * 32 + lane), so that
+  // every store of a warp fills 128 contiguous bytes. kFrag: accumulators per thread.
+  static constexpr int kFrag = MMA ? kMmaM * kMmaN * Dmma::kC : kFragM * kFragN;
+  // Accumulators the reduction takes together: consecutive rows of a column of C (a thread's
+  // blocked rows, up to 16 bytes), else one.
+  static constexpr int kRun = (MMA || kAk) ? 1 : (TM < kChunk ? TM : kChunk);
+  // Where accumulator f of a lane of a warp lies in the block tile.
+  __device__ __forceinline__ static void frag_pos(int warp, int lane, int f, int& row, int& col) {
+    const int wm0 = (warp % kWarpsM) * WM, wn0 = (warp / kWarpsM) * WN;
+    if constexpr (MMA) {
+      const int r = f % Dmma::kC, j = (f / Dmma::kC) % kMmaN, i = f / (Dmma::kC * kMmaN);
+      row = wm0 + i * Dmma::kM + lane / 4 + 8 * (r / 2);
+      col = wn0 + j * 8 + (lane % 4) * 2 + r % 2;
+    } else {
+      const int fm = f / kFragN, fn = f % kFragN;
+      row = wm0 + a_row(fm / TM, fm % TM, lane % kLanesM);
+      col = wn0 + b_col(fn / TN, fn % TN, lane / kLanesM);
+    }
+  }
+
 };
 
 // Loads VEC consecutive elements at p; with `check`, elements with ok[e] false read as zero.
@@ -685,9 +707,30 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
     }
   }
 
-  // Epilogue: alpha * acc + beta * C (C not read when beta == 0), or the split-K partial sum.
+  // Split K: the partial sums in the layout of GemmTile::frag_pos, whole tiles (edge tiles too:
+  // the reduction skips what lies outside C).
+  if constexpr (SPLIT) {
+    T* ws = p.workspace +
+            ((static_cast<long long>(blockIdx.z) * gridDim.x + blockIdx.x) * (G::kThreads / 32) +
+             warp) * (G::kFrag * 32) + lane;
+    if constexpr (MMA) {
+#pragma unroll
+      for (int i = 0; i < G::kMmaM; ++i)
+#pragma unroll
+        for (int j = 0; j < G::kMmaN; ++j)
+#pragma unroll
+          for (int r = 0; r < D::kC; ++r) ws[((i * G::kMmaN + j) * D::kC + r) * 32] = macc[i][j][r];
+    } else {
+#pragma unroll
+      for (int i = 0; i < G::kFragM; ++i)
+#pragma unroll
+        for (int j = 0; j < G::kFragN; ++j) ws[(i * G::kFragN + j) * 32] = acc[i][j];
+    }
+    return;
+  }
+
+  // Epilogue: alpha * acc + beta * C (C not read when beta == 0).
   const bool beta_zero = p.beta == T(0);
-  T* ws = SPLIT ? p.workspace + static_cast<long long>(blockIdx.z) * p.m * p.n : nullptr;
   if constexpr (MMA) {
 #pragma unroll
     for (int i = 0; i < G::kMmaM; ++i)
@@ -699,16 +742,12 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
           const int col = n0 + wn0 + j * 8 + lk * 2 + r % 2;
           if (!interior && (row >= p.m || col >= p.n)) continue;
           const T v = macc[i][j][r];
-          if (SPLIT) {
-            ws[row + static_cast<long long>(col) * p.m] = v;
-          } else {
-            T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
-            *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
-          }
+          T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
+          *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
         }
     return;
   }
-  if (!SPLIT && interior && p.c_vector && TM % G::kChunk == 0 && !G::kAk) {
+  if (interior && p.c_vector && TM % G::kChunk == 0 && !G::kAk) {
     // A thread's TM rows of a column are contiguous: write them as 16-byte vectors.
 #pragma unroll
     for (int wi = 0; wi < G::kWmIter; ++wi)
@@ -750,97 +789,114 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB > 1 ? MINB : 
           const int col = n0 + wn0 + G::b_col(wj, j, ln);
           if (!interior && (row >= p.m || col >= p.n)) continue;
           const T v = acc[wi * TM + i][wj * TN + j];
-          if (SPLIT) {
-            ws[row + static_cast<long long>(col) * p.m] = v;
-          } else {
-            T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
-            *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
-          }
+          T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
+          *cp = beta_zero ? p.alpha * v : fma(p.alpha, v, p.beta * *cp);
         }
     }
 }
 
-// Deterministic split-K reduction over the splits x m x n partial sums. Thread (x, y) of a block
-// takes one run of W consecutive elements (W = 16 bytes' worth where m % W == 0, so a run lies in
-// one column; else 1) and sums splits y, y + G, y + 2G, ... in that order, four loads in flight;
-// the G = blockDim.y group sums are then added in order, alpha and beta last. The order depends
-// only on the problem and the split count (the host picks G from them), so the bits repeat.
-template <typename T, int W>
+// Deterministic split-K reduction over the partial sums of gemm_kernel<..., SPLIT = 1> (tiles x
+// splits blocks, laid out as GemmTile::frag_pos says). Thread (x, y) of a block takes one run of
+// G::kRun accumulators of one lane (consecutive rows of a column of C, one 16-byte vector there
+// where C allows) and sums splits y, y + G, y + 2G, ... in that order, four loads in flight; the
+// G = blockDim.y group sums are then added in order, alpha and beta last. The 32 runs of a warp's
+// lanes sit side by side, so each load reads 128 contiguous bytes. The order depends only on the
+// problem and the configuration (the host picks G from them), so the bits repeat.
+template <typename G, typename T>
 __device__ __forceinline__ void gemm_splitk_sum(const GemmParams<T>& p, int splits) {
-  using P = Packet<T, W>;
+  constexpr int R = G::kRun, kWarps = G::kThreads / 32;
+  constexpr long long kTile = static_cast<long long>(G::kThreads) * G::kFrag;  // BM x BN
+  using P = Packet<T, R>;
   __shared__ P part[256];
-  const long long total = static_cast<long long>(p.m) * p.n;
+  const int tiles_m = (p.m + G::kBM - 1) / G::kBM, tiles_n = (p.n + G::kBN - 1) / G::kBN;
+  const long long tiles = static_cast<long long>(tiles_m) * tiles_n;
   const long long run = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int groups = blockDim.y, y = threadIdx.y;
-  const bool live = run < total / W;
+  const bool live = run < tiles * (kTile / R);
+  // run -> lane, the run's place among a lane's accumulators, warp, tile.
+  const int lane = static_cast<int>(run % 32);
+  long long q = run / 32;
+  const int g = static_cast<int>(q % (G::kFrag / R));
+  q /= G::kFrag / R;
+  const int warp = static_cast<int>(q % kWarps);
+  const long long tile = q / kWarps;
+  // Accumulator f of the run's first row, and the distance to the next row's.
+  constexpr int kNext = R > 1 ? G::kFragN : 1;
+  const int f = R > 1 ? (g / G::kFragN) * R * G::kFragN + g % G::kFragN : g;
   P sum;
 #pragma unroll
-  for (int e = 0; e < W; ++e) sum.v[e] = T(0);
+  for (int e = 0; e < R; ++e) sum.v[e] = T(0);
   if (live) {
-    const T* src = p.workspace + run * W;
+    const T* src = p.workspace + (tile * kWarps + warp) * (G::kFrag * 32LL) + f * 32 + lane;
+    const long long split_stride = tiles * kTile;
     int s = y;
     for (; s + 3 * groups < splits; s += 4 * groups) {
-      P in[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        in[u] = *reinterpret_cast<const P*>(src + static_cast<long long>(s + u * groups) * total);
+      T in[4][R];
 #pragma unroll
       for (int u = 0; u < 4; ++u)
 #pragma unroll
-        for (int e = 0; e < W; ++e) sum.v[e] += in[u].v[e];
+        for (int e = 0; e < R; ++e) in[u][e] = src[(s + u * groups) * split_stride + e * kNext * 32];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int e = 0; e < R; ++e) sum.v[e] += in[u][e];
     }
     for (; s < splits; s += groups) {
-      const P in = *reinterpret_cast<const P*>(src + static_cast<long long>(s) * total);
 #pragma unroll
-      for (int e = 0; e < W; ++e) sum.v[e] += in.v[e];
+      for (int e = 0; e < R; ++e) sum.v[e] += src[s * split_stride + e * kNext * 32];
     }
   }
   if (groups > 1) {
     part[y * blockDim.x + threadIdx.x] = sum;
     __syncthreads();
     if (y != 0) return;
-    for (int g = 1; g < groups; ++g) {
-      const P other = part[g * blockDim.x + threadIdx.x];
+    for (int o = 1; o < groups; ++o) {
+      const P other = part[o * blockDim.x + threadIdx.x];
 #pragma unroll
-      for (int e = 0; e < W; ++e) sum.v[e] += other.v[e];
+      for (int e = 0; e < R; ++e) sum.v[e] += other.v[e];
     }
   }
   if (!live) return;
-  const long long first = run * W, col = first / p.m;
-  T* cp = p.c + (first - col * p.m) + col * p.ldc;
-  const bool whole = W > 1 && reinterpret_cast<unsigned long long>(cp) % sizeof(P) == 0;
+  int tile_m, tile_n, row, col;
+  gemm_tile_of(static_cast<int>(tile), tiles_m, tiles_n, p.swizzle, tile_m, tile_n);
+  G::frag_pos(warp, lane, f, row, col);
+  row += tile_m * G::kBM;
+  col += tile_n * G::kBN;
+  if (col >= p.n || row >= p.m) return;
+  T* cp = p.c + row + static_cast<long long>(col) * p.ldc;
+  const bool whole = R > 1 && p.c_vector && row + R <= p.m;
   P c;
   if (p.beta != T(0)) {
     if (whole) {
       c = *reinterpret_cast<const P*>(cp);
     } else {
 #pragma unroll
-      for (int e = 0; e < W; ++e) c.v[e] = cp[e];
+      for (int e = 0; e < R; ++e) c.v[e] = row + e < p.m ? cp[e] : T(0);
     }
   }
 #pragma unroll
-  for (int e = 0; e < W; ++e)
+  for (int e = 0; e < R; ++e)
     sum.v[e] = p.beta == T(0) ? p.alpha * sum.v[e] : fma(p.alpha, sum.v[e], p.beta * c.v[e]);
   if (whole) {
     *reinterpret_cast<P*>(cp) = sum;
   } else {
 #pragma unroll
-    for (int e = 0; e < W; ++e) cp[e] = sum.v[e];
+    for (int e = 0; e < R; ++e)
+      if (row + e < p.m) cp[e] = sum.v[e];
   }
 }
 
 // Launched as a programmatic dependent of gemm_kernel (Kernel::launch_dependent): its blocks may
 // start while the GEMM's last blocks still run, and wait here until the partial sums are written.
-template <typename T>
+template <typename T, int OPA, int OPB, int BM, int BN, int BK, int WM, int WN, int TM, int TN,
+          int WNITER, int STAGES, int PREFETCH, int UNROLL, int VEC, int PAD, int MMA, int MINB,
+          int KCONTIG>
 __global__ void __launch_bounds__(256) gemm_splitk_reduce(GemmParams<T> p, int splits) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-  constexpr int kW = 16 / sizeof(T);
-  if (p.m % kW == 0)
-    gemm_splitk_sum<T, kW>(p, splits);
-  else
-    gemm_splitk_sum<T, 1>(p, splits);
+  gemm_splitk_sum<GemmTile<T, OPA, OPB, BM, BN, BK, WM, WN, TM, TN, WNITER, STAGES, PREFETCH,
+                           UNROLL, VEC, PAD, MMA, MINB, KCONTIG, 1>>(p, splits);
 }
 
 // C = beta * C for k == 0 or alpha == 0 (BLAS: A and B are not read); beta == 0 writes zeros.
