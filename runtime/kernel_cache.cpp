@@ -138,11 +138,15 @@ void Kernel::launch_dependent(std::size_t i, unsigned gx, unsigned gy, unsigned 
 void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,
                             unsigned smem, CUstream stream, void** args) const {
   if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = cluster_x;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
+  CUlaunchAttribute attrs[2]{};
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attrs[0].value.clusterDim.x = cluster_x;
+  attrs[0].value.clusterDim.y = 1;
+  attrs[0].value.clusterDim.z = 1;
+  // Spread the clusters over the SMs: under the default policy the GEMM's split-K clusters
+  // (2026-11-25, H200) landed 0 to 3 blocks per SM, a second wave on some, in grids sized to one.
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+  attrs[1].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING;
   CUlaunchConfig config{};
   config.gridDimX = grid_x;
   config.gridDimY = 1;
@@ -152,8 +156,8 @@ void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, un
   config.blockDimZ = 1;
   config.sharedMemBytes = smem;
   config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  config.attrs = attrs;
+  config.numAttrs = 2;
   check(driver().cuLaunchKernelEx(&config, functions_.at(i), args, nullptr), "cuLaunchKernelEx");
 }
 

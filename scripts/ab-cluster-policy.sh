@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A/B of the cluster scheduling policy (this build: load balancing; build/variants/ktune-base: the
+# default policy) on the shipped histogram winners at CLUSTER 1, 2 and 4, two interleaved rounds.
+work=/tmp/hist-ab && rm -rf $work && mkdir -p $work
+specs=("u8 256 16M AGG=0,BLOCK=1024,GRID=1,ITEMS=2,LAYOUT=2,PRIV=2,R=16,VEC=16"
+       "u8 256 1G AGG=0,BLOCK=512,GRID=2,ITEMS=4,LAYOUT=2,PRIV=2,R=32,VEC=16"
+       "f32 1024 256M AGG=0,BLOCK=1024,GRID=2,ITEMS=2,LAYOUT=1,PRIV=2,R=2,VEC=16")
+for round in 1 2; do
+  for v in cur base; do
+    bin=build/ktune; [ $v = base ] && bin=build/variants/ktune-base
+    for spec in "${specs[@]}"; do
+      read -r dt bins n cfg <<<"$spec"
+      only=(); for kv in ${cfg//,/ }; do only+=(--only "$kv"); done
+      $bin tune histogram --db $work/$v-$round.db --dtype $dt --bins $bins --n $n \
+        --strategy exhaustive --max-evals 0 "${only[@]}" --only CLUSTER=1,2,4 > $work/$v-$round-$dt-$n.log 2>&1
+    done
+  done
+done
+python3 - $work <<'PY'
+import sqlite3, sys
+t = {}
+for v in ("cur", "base"):
+    for r in (1, 2):
+        for prob, cfg, ms, st in sqlite3.connect(f"{sys.argv[1]}/{v}-{r}.db").execute(
+                "SELECT problem, config, time_min_ms, status FROM results WHERE origin='tuned'"):
+            c = dict(kv.split("=") for kv in cfg.split(","))
+            t.setdefault((prob, c["CLUSTER"]), {}).setdefault(v, []).append(f"{ms*1000:.1f}" if st == "ok" else st)
+print(f"{'problem':<44} {'CLUSTER':>7} {'load-balancing us':>22} {'default us':>22}")
+for (prob, cl), d in sorted(t.items()):
+    print(f"{prob:<44} {cl:>7} {' / '.join(d.get('cur', [])):>22} {' / '.join(d.get('base', [])):>22}")
+PY
