@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A/B of the cluster scheduling policy (this build: load balancing; build/variants/ktune-base: the
 # default policy) on the shipped histogram winners at CLUSTER 1, 2 and 4, two interleaved rounds.
+set -u
 work=/tmp/hist-ab && rm -rf $work && mkdir -p $work
 specs=("u8 256 16M AGG=0,BLOCK=1024,GRID=1,ITEMS=2,LAYOUT=2,PRIV=2,R=16,VEC=16"
        "u8 256 1G AGG=0,BLOCK=512,GRID=2,ITEMS=4,LAYOUT=2,PRIV=2,R=32,VEC=16"
