@@ -112,14 +112,12 @@ void Kernel::launch(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsign
         "cuLaunchKernel");
 }
 
-void Kernel::launch_dependent(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                              unsigned by, unsigned bz, unsigned smem, CUstream stream,
-                              void** args) const {
-  if (binary_version_.at(i) < 90) return launch(i, gx, gy, gz, bx, by, bz, smem, stream, args);
-  if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
+namespace {
+
+// cuLaunchKernelEx with launch attributes.
+void launch_ex(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+               unsigned bz, unsigned smem, CUstream stream, void** args, CUlaunchAttribute* attrs,
+               unsigned num_attrs, const char* what) {
   CUlaunchConfig config{};
   config.gridDimX = gx;
   config.gridDimY = gy;
@@ -129,10 +127,23 @@ void Kernel::launch_dependent(std::size_t i, unsigned gx, unsigned gy, unsigned 
   config.blockDimZ = bz;
   config.sharedMemBytes = smem;
   config.hStream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  check(driver().cuLaunchKernelEx(&config, functions_.at(i), args, nullptr),
-        "cuLaunchKernelEx (programmatic dependent launch)");
+  config.attrs = attrs;
+  config.numAttrs = num_attrs;
+  check(driver().cuLaunchKernelEx(&config, f, args, nullptr), what);
+}
+
+}  // namespace
+
+void Kernel::launch_dependent(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                              unsigned by, unsigned bz, unsigned smem, CUstream stream,
+                              void** args) const {
+  if (binary_version_.at(i) < 90) return launch(i, gx, gy, gz, bx, by, bz, smem, stream, args);
+  if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  launch_ex(functions_.at(i), gx, gy, gz, bx, by, bz, smem, stream, args, &attr, 1,
+            "cuLaunchKernelEx (programmatic dependent launch)");
 }
 
 void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,
@@ -147,18 +158,8 @@ void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, un
   // (2026-11-25, H200) landed 0 to 3 blocks per SM, a second wave on some, in grids sized to one.
   attrs[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
   attrs[1].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING;
-  CUlaunchConfig config{};
-  config.gridDimX = grid_x;
-  config.gridDimY = 1;
-  config.gridDimZ = 1;
-  config.blockDimX = block_x;
-  config.blockDimY = 1;
-  config.blockDimZ = 1;
-  config.sharedMemBytes = smem;
-  config.hStream = stream;
-  config.attrs = attrs;
-  config.numAttrs = 2;
-  check(driver().cuLaunchKernelEx(&config, functions_.at(i), args, nullptr), "cuLaunchKernelEx");
+  launch_ex(functions_.at(i), grid_x, 1, 1, block_x, 1, 1, smem, stream, args, attrs, 2,
+            "cuLaunchKernelEx (cluster)");
 }
 
 KernelCache::KernelCache(const Device& device, Database* database)
