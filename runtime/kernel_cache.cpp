@@ -50,11 +50,12 @@ Kernel::Kernel(const CompileResult& compiled, const Device& device)
       check(r, ("cuModuleGetFunction(" + name + ")").c_str());
     }
     functions_.push_back(f);
-    int version = 0;
-    check(d.cuFuncGetAttribute(&version, CU_FUNC_ATTRIBUTE_BINARY_VERSION, f),
-          "cuFuncGetAttribute(BINARY_VERSION)");
-    binary_version_.push_back(version);
   }
+  // One architecture per module: its first function tells it.
+  if (!functions_.empty() &&
+      d.cuFuncGetAttribute(&binary_version_, CU_FUNC_ATTRIBUTE_BINARY_VERSION, functions_[0]) !=
+          CUDA_SUCCESS)
+    binary_version_ = 0;  // unknown: launch_dependent falls back to an ordinary launch
   for (auto& a : occupancy_block_) a = 0;
   for (auto& a : dynamic_smem_allowed_) a = 48 * 1024;
 }
@@ -137,7 +138,7 @@ void launch_ex(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 void Kernel::launch_dependent(std::size_t i, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                               unsigned by, unsigned bz, unsigned smem, CUstream stream,
                               void** args) const {
-  if (binary_version_.at(i) < 90) return launch(i, gx, gy, gz, bx, by, bz, smem, stream, args);
+  if (binary_version_ < 90) return launch(i, gx, gy, gz, bx, by, bz, smem, stream, args);
   if (smem > 48 * 1024) allow_dynamic_smem(i, static_cast<int>(smem));
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

@@ -48,7 +48,7 @@ class Kernel {
   // Launch as a programmatic dependent of the kernel before it in the stream (PDL, compute
   // capability 9.0+): the launch and the first blocks' start overlap that kernel's last blocks,
   // so function i must run griddepcontrol.wait before it touches memory that kernel writes (it
-  // returns once that kernel has finished and its writes are visible). Where function i was built
+  // returns once that kernel has finished and its writes are visible). Where the module was built
   // for an earlier architecture, an ordinary launch.
   void launch_dependent(std::size_t i, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                         unsigned block_x, unsigned block_y, unsigned block_z,
@@ -63,7 +63,7 @@ class Kernel {
   std::vector<FunctionResources> resources_;
   mutable std::vector<std::atomic<int>> occupancy_block_;
   mutable std::vector<std::atomic<int>> dynamic_smem_allowed_;
-  std::vector<int> binary_version_;  // per function: 90 for sm_90
+  int binary_version_ = 0;  // of the module: 90 for sm_90
 };
 
 // Compiles and loads kernels once per process; CUBINs persist in the database's binary cache

@@ -3,9 +3,18 @@
 # default policy) on the shipped histogram winners at CLUSTER 1, 2 and 4, two interleaved rounds.
 set -u
 work=/tmp/hist-ab && rm -rf $work && mkdir -p $work
-specs=("u8 256 16M AGG=0,BLOCK=1024,GRID=1,ITEMS=2,LAYOUT=2,PRIV=2,R=16,VEC=16"
-       "u8 256 1G AGG=0,BLOCK=512,GRID=2,ITEMS=4,LAYOUT=2,PRIV=2,R=32,VEC=16"
-       "f32 1024 256M AGG=0,BLOCK=1024,GRID=2,ITEMS=2,LAYOUT=1,PRIV=2,R=2,VEC=16")
+# One line per shipped histogram winner: dtype, bins, n, its configuration without CLUSTER.
+mapfile -t specs < <(python3 - db/presets/*.json <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    for r in json.load(open(f))["results"]:
+        if r["family"] != "histogram" or r["status"] != "ok":
+            continue
+        p = dict(kv.split("=") for kv in r["problem"].split(";"))
+        c = ",".join(f"{k}={v}" for k, v in sorted(r["parameters"].items()) if k != "CLUSTER")
+        print(p["dtype"], p["bins"], p["n"], c)
+PY
+)
 for round in 1 2; do
   for v in cur base; do
     bin=build/ktune; [ $v = base ] && bin=build/variants/ktune-base
