@@ -1,4 +1,5 @@
 // Anchor implementations: the CUDA runtime's memcpy, cuBLAS GEMM, CUB histogram.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -170,6 +171,114 @@ std::string Cublas::version() const {
   int v = 0;
   cublasGetVersion(static_cast<cublasHandle_t>(handle_), &v);
   return "cuBLAS " + std::to_string(v);
+}
+
+struct CublasLtFmaDgemm::State {
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = std::size_t(32) << 20;
+
+  void release_plan() {
+    if (op) cublasLtMatmulDescDestroy(op);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    op = nullptr, a = b = c = nullptr;
+    algos.clear();
+  }
+};
+
+CublasLtFmaDgemm::CublasLtFmaDgemm() : state_(new State) {
+  try {
+    check_cublas(cublasLtCreate(&state_->handle), "cublasLtCreate");
+    check(cudaMalloc(&state_->workspace, state_->workspace_bytes), "cudaMalloc (cuBLASLt workspace)");
+  } catch (...) {
+    if (state_->handle) cublasLtDestroy(state_->handle);
+    delete state_;
+    throw;
+  }
+}
+
+CublasLtFmaDgemm::~CublasLtFmaDgemm() {
+  state_->release_plan();
+  if (state_->workspace) cudaFree(state_->workspace);
+  if (state_->handle) cublasLtDestroy(state_->handle);
+  delete state_;
+}
+
+int CublasLtFmaDgemm::plan(bool ta, bool tb, int m, int n, int k, int lda, int ldb, int ldc,
+                           int max_algos) {
+  State& s = *state_;
+  s.release_plan();
+  check_cublas(cublasLtMatmulDescCreate(&s.op, CUBLAS_COMPUTE_64F, CUDA_R_64F),
+               "cublasLtMatmulDescCreate");
+  const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof(oa)),
+               "cublasLtMatmulDescSetAttribute");
+  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof(ob)),
+               "cublasLtMatmulDescSetAttribute");
+  // Layouts as stored: op(A) is m x k, so A is k x m when transposed.
+  check_cublas(cublasLtMatrixLayoutCreate(&s.a, CUDA_R_64F, ta ? k : m, ta ? m : k, lda),
+               "cublasLtMatrixLayoutCreate");
+  check_cublas(cublasLtMatrixLayoutCreate(&s.b, CUDA_R_64F, tb ? n : k, tb ? k : n, ldb),
+               "cublasLtMatrixLayoutCreate");
+  check_cublas(cublasLtMatrixLayoutCreate(&s.c, CUDA_R_64F, m, n, ldc),
+               "cublasLtMatrixLayoutCreate");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const std::uint64_t mask = CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_IMPL_MASK,
+                                                           &mask, sizeof(mask));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                              &s.workspace_bytes, sizeof(s.workspace_bytes));
+  std::vector<cublasLtMatmulHeuristicResult_t> found(std::max(1, max_algos));
+  int returned = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(s.handle, s.op, s.a, s.b, s.c, s.c, pref,
+                                        static_cast<int>(found.size()), found.data(), &returned);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return 0;  // no FMA-unit algorithm for this problem
+  check_cublas(st, "cublasLtMatmulAlgoGetHeuristic");
+  for (int i = 0; i < returned; ++i) {
+    // Keep only what the mask promised: FMA-unit algorithms (checked, not assumed).
+    std::uint64_t impl = 0;
+    std::size_t written = 0;
+    if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    if (cublasLtMatmulAlgoCapGetAttribute(&found[i].algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS,
+                                          &impl, sizeof(impl), &written) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    if ((impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_OP_TYPE_MASK) != CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)
+      continue;
+    s.algos.push_back(found[i]);
+  }
+  return static_cast<int>(s.algos.size());
+}
+
+std::string CublasLtFmaDgemm::describe(int i) const {
+  const cublasLtMatmulAlgo_t& algo = state_->algos.at(static_cast<std::size_t>(i)).algo;
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
+    int v = 0;  // every attribute read here is 32 bits wide (int32 or uint32)
+    std::size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+    return std::to_string(v);
+  };
+  return "algo " + get(CUBLASLT_ALGO_CONFIG_ID) + " tile " + get(CUBLASLT_ALGO_CONFIG_TILE_ID) +
+         " stages " + get(CUBLASLT_ALGO_CONFIG_STAGES_ID) + " split " +
+         get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+}
+
+void CublasLtFmaDgemm::run(int i, double alpha, const double* a, const double* b, double beta,
+                           double* c, CUstream stream) {
+  State& s = *state_;
+  const cublasLtMatmulHeuristicResult_t& r = s.algos.at(static_cast<std::size_t>(i));
+  check_cublas(cublasLtMatmul(s.handle, s.op, &alpha, a, s.a, b, s.b, &beta, c, s.c, c, s.c,
+                              &r.algo, s.workspace, s.workspace_bytes,
+                              reinterpret_cast<cudaStream_t>(stream)),
+               "cublasLtMatmul (FMA units)");
 }
 
 namespace {

@@ -60,6 +60,30 @@ class Cublas {
   void* handle_ = nullptr;
 };
 
+// cuBLASLt DGEMM held to the FMA units (the heuristic's preference mask admits only
+// CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA algorithms): the vendor's own FP64 kernels without the tensor
+// cores, the like-for-like anchor for ktune's MMA=0 configurations (cublasDgemm picks the FP64
+// tensor cores on sm_80+). Column-major, beta and alpha on the host, a 32 MiB workspace.
+class CublasLtFmaDgemm {
+ public:
+  CublasLtFmaDgemm();
+  ~CublasLtFmaDgemm();
+  CublasLtFmaDgemm(const CublasLtFmaDgemm&) = delete;
+  CublasLtFmaDgemm& operator=(const CublasLtFmaDgemm&) = delete;
+  // Asks the heuristic for up to `max_algos` FMA-unit algorithms for this problem; returns how
+  // many it offered (0: none, nothing can run). Replaces the previous plan.
+  int plan(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb, int ldc,
+           int max_algos);
+  // Algorithm i of the plan: "algo 12 tile 18 stages 9 split 1" (cuBLASLt's own ids).
+  std::string describe(int i) const;
+  void run(int i, double alpha, const double* a, const double* b, double beta, double* c,
+           CUstream stream);
+
+ private:
+  struct State;
+  State* state_ = nullptr;
+};
+
 // FMA throughput of the FMA units (TFLOPS, 2 flops per FMA) for float or double: independent
 // register-only FMA chains on every SM, timed with events. seconds == 0: the median of 5
 // launches (about 40 ms in all for f64, at the boost clock). seconds > 0: launches for that

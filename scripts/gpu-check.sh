@@ -145,8 +145,9 @@ PY
       ;;
     fp64-fma-clocks)
       # The SM clock and power sampled every 50 ms while DGEMM 4096^3 runs for seconds (400 timed
-      # launches each of cuBLAS, the tensor-core winner and the FMA-unit best): is the FP64
-      # FMA-unit kernel clocked below the clock of the nominal peak?
+      # launches each of cuBLAS, the tensor-core winner, the FMA-unit best and, last, cuBLASLt's
+      # FMA-unit algorithms): is the FP64 FMA-unit kernel clocked below the clock of the nominal
+      # peak?
       nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu \
         --format=csv,noheader,nounits -lms 50 > "$LOGS/fp64-clocks.csv" 2>&1 &
       sampler=$!
@@ -159,6 +160,10 @@ PY
       ;;
     bench-gemm-f32)
       run_step bench-gemm-f32 "$KTUNE" bench gemm --dtype f32 --csv "$OUT/bench_gemm_f32.csv"
+      ;;
+    bench-gemm-f64)
+      # With cuBLASLt held to the FMA units as the like-for-like anchor of the FMA-unit rows.
+      run_step bench-gemm-f64 "$KTUNE" bench gemm --dtype f64 --csv "$OUT/bench_gemm_f64.csv"
       ;;
     tune-gemm-suite-f64)
       run_step tune-gemm-suite-f64 "$KTUNE" tune gemm --suite --dtype f64 --max-evals 50 --max-seconds 16
