@@ -5,6 +5,8 @@
 
 #include <cub/device/device_histogram.cuh>
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <chrono>
 #include <stdexcept>
 #include <vector>
@@ -178,6 +180,7 @@ struct CublasLtFmaDgemm::State {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  std::string note;  // what the heuristic offered for the last plan
   void* workspace = nullptr;
   std::size_t workspace_bytes = std::size_t(32) << 20;
 
@@ -227,36 +230,109 @@ int CublasLtFmaDgemm::plan(bool ta, bool tb, int m, int n, int k, int lda, int l
                "cublasLtMatrixLayoutCreate");
   check_cublas(cublasLtMatrixLayoutCreate(&s.c, CUDA_R_64F, m, n, ldc),
                "cublasLtMatrixLayoutCreate");
-  cublasLtMatmulPreference_t pref = nullptr;
-  check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-  const std::uint64_t mask = CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA;
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_IMPL_MASK,
-                                                           &mask, sizeof(mask));
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                              &s.workspace_bytes, sizeof(s.workspace_bytes));
-  std::vector<cublasLtMatmulHeuristicResult_t> found(std::max(1, max_algos));
-  int returned = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(s.handle, s.op, s.a, s.b, s.c, s.c, pref,
-                                        static_cast<int>(found.size()), found.data(), &returned);
-  cublasLtMatmulPreferenceDestroy(pref);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED) return 0;  // no FMA-unit algorithm for this problem
-  check_cublas(st, "cublasLtMatmulAlgoGetHeuristic");
-  for (int i = 0; i < returned; ++i) {
-    // Keep only what the mask promised: FMA-unit algorithms (checked, not assumed).
+  // Asks the heuristic under an implementation mask and keeps the FMA-unit algorithms it offers
+  // (checked by their flags, not assumed from the mask), noting what it offered.
+  auto ask = [&](std::uint64_t mask, int count) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_IMPL_MASK, &mask, sizeof(mask));
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &s.workspace_bytes, sizeof(s.workspace_bytes));
+    std::vector<cublasLtMatmulHeuristicResult_t> found(static_cast<std::size_t>(count));
+    int returned = 0;
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(s.handle, s.op, s.a, s.b, s.c, s.c, pref, count,
+                                          found.data(), &returned);
+    cublasLtMatmulPreferenceDestroy(pref);
+    s.note += (s.note.empty() ? "" : "; ") + std::string("mask ") +
+              (mask == ~std::uint64_t(0) ? "none" : "no tensor ops") + ": " +
+              cublasGetStatusName(st) + ", " + std::to_string(returned) + " offered, flags";
+    for (int i = 0; i < returned; ++i) {
+      std::uint64_t impl = 0;
+      std::size_t written = 0;
+      if (found[i].state != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulAlgoCapGetAttribute(&found[i].algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS,
+                                            &impl, sizeof(impl), &written) != CUBLAS_STATUS_SUCCESS)
+        continue;
+      char hex[24];
+      std::snprintf(hex, sizeof hex, " %llx", static_cast<unsigned long long>(impl));
+      s.note += hex;
+      if ((impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_OP_TYPE_MASK) == CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA &&
+          static_cast<int>(s.algos.size()) < max_algos)
+        s.algos.push_back(found[i]);
+    }
+  };
+  s.note.clear();
+  // The mask admits an algorithm whose flags all lie in it: every accumulator and input type,
+  // and of the operation types only FMA (no tensor-core operation).
+  ask(~std::uint64_t(CUBLASLT_NUMERICAL_IMPL_FLAGS_TENSOR_OP_MASK), std::max(1, max_algos));
+  // Some versions' heuristics ignore or refuse the mask: then the FMA-unit algorithms among a
+  // longer unmasked list.
+  if (s.algos.empty()) ask(~std::uint64_t(0), 32);
+  // The heuristic's choice need not be cuBLASLt's best on these units: every FMA-unit
+  // algorithm id with each of its tile and stage settings that cublasLtMatmulAlgoCheck accepts
+  // for this problem joins the plan (the caller times them and keeps the fastest).
+  std::vector<int> ids(256);
+  int id_count = 0;
+  if (cublasLtMatmulAlgoGetIds(s.handle, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F,
+                               CUDA_R_64F, CUDA_R_64F, static_cast<int>(ids.size()), ids.data(),
+                               &id_count) != CUBLAS_STATUS_SUCCESS)
+    id_count = 0;
+  int checked = 0;
+  auto same = [](const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  };
+  for (int i = 0; i < id_count && static_cast<int>(s.algos.size()) < max_algos; ++i) {
+    cublasLtMatmulAlgo_t algo;
+    if (cublasLtMatmulAlgoInit(s.handle, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F,
+                               CUDA_R_64F, CUDA_R_64F, ids[i], &algo) != CUBLAS_STATUS_SUCCESS)
+      continue;
     std::uint64_t impl = 0;
     std::size_t written = 0;
-    if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
-    if (cublasLtMatmulAlgoCapGetAttribute(&found[i].algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS,
-                                          &impl, sizeof(impl), &written) != CUBLAS_STATUS_SUCCESS)
+    if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, &impl,
+                                          sizeof(impl), &written) != CUBLAS_STATUS_SUCCESS ||
+        (impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_OP_TYPE_MASK) != CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)
       continue;
-    if ((impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_OP_TYPE_MASK) != CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)
-      continue;
-    s.algos.push_back(found[i]);
+    auto list = [&](cublasLtMatmulAlgoCapAttributes_t attr) {
+      std::size_t bytes = 0;
+      std::vector<std::uint32_t> v;
+      if (cublasLtMatmulAlgoCapGetAttribute(&algo, attr, nullptr, 0, &bytes) ==
+              CUBLAS_STATUS_SUCCESS &&
+          bytes >= sizeof(std::uint32_t)) {
+        v.resize(bytes / sizeof(std::uint32_t));
+        cublasLtMatmulAlgoCapGetAttribute(&algo, attr, v.data(), bytes, &bytes);
+      }
+      if (v.empty()) v.push_back(0);  // the algorithm takes no such setting (UNDEFINED)
+      return v;
+    };
+    for (std::uint32_t tile : list(CUBLASLT_ALGO_CAP_TILE_IDS)) {
+      for (std::uint32_t stages : list(CUBLASLT_ALGO_CAP_STAGES_IDS)) {
+        if (static_cast<int>(s.algos.size()) >= max_algos) break;
+        cublasLtMatmulAlgo_t a = algo;
+        cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile));
+        cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                             sizeof(stages));
+        cublasLtMatmulHeuristicResult_t r{};
+        ++checked;
+        if (cublasLtMatmulAlgoCheck(s.handle, s.op, s.a, s.b, s.c, s.c, &a, &r) !=
+                CUBLAS_STATUS_SUCCESS ||
+            r.workspaceSize > s.workspace_bytes)
+          continue;
+        r.algo = a;
+        bool known = false;
+        for (const auto& k : s.algos) known = known || same(k.algo, a);
+        if (!known) s.algos.push_back(r);
+      }
+    }
   }
+  s.note += "; " + std::to_string(checked) + " FMA-unit settings checked, " +
+            std::to_string(s.algos.size()) + " in the plan";
   return static_cast<int>(s.algos.size());
 }
+
+std::string CublasLtFmaDgemm::plan_note() const { return state_->note; }
 
 std::string CublasLtFmaDgemm::describe(int i) const {
   const cublasLtMatmulAlgo_t& algo = state_->algos.at(static_cast<std::size_t>(i)).algo;

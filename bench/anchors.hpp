@@ -70,10 +70,13 @@ class CublasLtFmaDgemm {
   ~CublasLtFmaDgemm();
   CublasLtFmaDgemm(const CublasLtFmaDgemm&) = delete;
   CublasLtFmaDgemm& operator=(const CublasLtFmaDgemm&) = delete;
-  // Asks the heuristic for up to `max_algos` FMA-unit algorithms for this problem; returns how
-  // many it offered (0: none, nothing can run). Replaces the previous plan.
+  // Up to `max_algos` FMA-unit algorithms for this problem: the heuristic's first offers, then
+  // every FMA-unit algorithm id with each tile and stage setting cublasLtMatmulAlgoCheck accepts.
+  // Returns how many (0: none, nothing can run). Replaces the previous plan.
   int plan(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb, int ldc,
            int max_algos);
+  // What the heuristic offered for the last plan (statuses, counts, implementation flags).
+  std::string plan_note() const;
   // Algorithm i of the plan: "algo 12 tile 18 stages 9 split 1" (cuBLASLt's own ids).
   std::string describe(int i) const;
   void run(int i, double alpha, const double* a, const double* b, double beta, double* c,
