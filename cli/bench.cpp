@@ -57,15 +57,12 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
 }
 
 #ifdef KTUNE_HAVE_ANCHORS
-// Tuned ktune GEMM (through the public API) against cuBLAS at its default math mode over the
-// suite, both verified against the double-accumulation reference on the same fresh inputs.
-// alpha = 1, beta = 0, column-major, operands 16-byte aligned.
 // cuBLASLt held to the FP64 FMA units: the like-for-like anchor of ktune's FMA-unit DGEMM
 // (cublasDgemm takes the tensor cores). Every FMA-unit algorithm setting cuBLASLt accepts for the
 // problem is screened with a few timed runs; the fastest is verified and timed like any row (the
-// next fastest if it computes a wrong result). The anchor is the best the vendor offers on these
-// units, not its heuristic's first guess. Adds its rows and ktune's ratio to it; returns its
-// TFLOPS (0: no FMA-unit algorithm).
+// next fastest if it computes a wrong result, which still fails the run). The anchor is the best
+// the vendor offers on these units, not its heuristic's first guess. Adds its rows and ktune's
+// ratio to it; returns its TFLOPS (0: no FMA-unit algorithm).
 template <typename Measure, typename Screen>
 double bench_lt_fma(std::optional<anchors::CublasLtFmaDgemm>& lt, const GemmCall& call,
                     Measure& measure, Screen& screen_ms, double cublas_figure, double fma_figure,
@@ -117,6 +114,9 @@ double bench_lt_fma(std::optional<anchors::CublasLtFmaDgemm>& lt, const GemmCall
   return best.figure;
 }
 
+// Tuned ktune GEMM (through the public API) against cuBLAS at its default math mode over the
+// suite, both verified against the double-accumulation reference on the same fresh inputs.
+// alpha = 1, beta = 0, column-major, operands 16-byte aligned.
 void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCache& cache,
                 detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
                 const std::string& dtypes, const std::vector<GemmShape>& shapes,
