@@ -60,10 +60,11 @@ class Cublas {
   void* handle_ = nullptr;
 };
 
-// cuBLASLt DGEMM held to the FMA units (the heuristic's preference mask admits only
-// CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA algorithms): the vendor's own FP64 kernels without the tensor
-// cores, the like-for-like anchor for ktune's MMA=0 configurations (cublasDgemm picks the FP64
-// tensor cores on sm_80+). Column-major, beta and alpha on the host, a 32 MiB workspace.
+// cuBLASLt DGEMM held to the FP64 FMA units (only algorithms whose implementation flags say FMA,
+// no tensor-core operation): the vendor's own FP64 kernels without the tensor cores, the
+// like-for-like anchor for ktune's MMA=0 configurations (every cuBLAS DGEMM route takes the FP64
+// tensor cores on sm_90, pedantic math included). Column-major, alpha and beta on the host, a
+// 32 MiB workspace.
 class CublasLtFmaDgemm {
  public:
   CublasLtFmaDgemm();
