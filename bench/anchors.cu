@@ -175,6 +175,24 @@ std::string Cublas::version() const {
   return "cuBLAS " + std::to_string(v);
 }
 
+namespace {
+
+// An algorithm's implementation flags (0 where cuBLASLt cannot tell), and whether they say FMA
+// units with no tensor-core operation.
+std::uint64_t impl_flags(const cublasLtMatmulAlgo_t& algo) {
+  std::uint64_t impl = 0;
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, &impl,
+                                        sizeof(impl), &written) != CUBLAS_STATUS_SUCCESS)
+    return 0;
+  return impl;
+}
+bool on_fma_units(std::uint64_t impl) {
+  return (impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_OP_TYPE_MASK) == CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA;
+}
+
+}  // namespace
+
 struct CublasLtFmaDgemm::State {
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulDesc_t op = nullptr;
@@ -230,9 +248,12 @@ int CublasLtFmaDgemm::plan(bool ta, bool tb, int m, int n, int k, int lda, int l
                "cublasLtMatrixLayoutCreate");
   check_cublas(cublasLtMatrixLayoutCreate(&s.c, CUDA_R_64F, m, n, ldc),
                "cublasLtMatrixLayoutCreate");
-  // Asks the heuristic under an implementation mask and keeps the FMA-unit algorithms it offers
-  // (checked by their flags, not assumed from the mask), noting what it offered.
-  auto ask = [&](std::uint64_t mask, int count) {
+  // The heuristic first, under a mask that admits an algorithm whose flags all lie in it: every
+  // accumulator and input type, and of the operation types only FMA (no tensor-core operation).
+  // What it offers is kept by its flags, not assumed from the mask, and noted.
+  {
+    const std::uint64_t mask = ~std::uint64_t(CUBLASLT_NUMERICAL_IMPL_FLAGS_TENSOR_OP_MASK);
+    const int count = std::max(1, max_algos);
     cublasLtMatmulPreference_t pref = nullptr;
     check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
@@ -246,31 +267,18 @@ int CublasLtFmaDgemm::plan(bool ta, bool tb, int m, int n, int k, int lda, int l
       st = cublasLtMatmulAlgoGetHeuristic(s.handle, s.op, s.a, s.b, s.c, s.c, pref, count,
                                           found.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
-    s.note += (s.note.empty() ? "" : "; ") + std::string("mask ") +
-              (mask == ~std::uint64_t(0) ? "none" : "no tensor ops") + ": " +
-              cublasGetStatusName(st) + ", " + std::to_string(returned) + " offered, flags";
+    s.note = std::string("heuristic: ") + cublasGetStatusName(st) + ", " +
+             std::to_string(returned) + " offered, flags";
     for (int i = 0; i < returned; ++i) {
-      std::uint64_t impl = 0;
-      std::size_t written = 0;
-      if (found[i].state != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulAlgoCapGetAttribute(&found[i].algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS,
-                                            &impl, sizeof(impl), &written) != CUBLAS_STATUS_SUCCESS)
-        continue;
+      if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      const std::uint64_t impl = impl_flags(found[i].algo);
       char hex[24];
       std::snprintf(hex, sizeof hex, " %llx", static_cast<unsigned long long>(impl));
       s.note += hex;
-      if ((impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_OP_TYPE_MASK) == CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA &&
-          static_cast<int>(s.algos.size()) < max_algos)
+      if (on_fma_units(impl) && static_cast<int>(s.algos.size()) < max_algos)
         s.algos.push_back(found[i]);
     }
-  };
-  s.note.clear();
-  // The mask admits an algorithm whose flags all lie in it: every accumulator and input type,
-  // and of the operation types only FMA (no tensor-core operation).
-  ask(~std::uint64_t(CUBLASLT_NUMERICAL_IMPL_FLAGS_TENSOR_OP_MASK), std::max(1, max_algos));
-  // Some versions' heuristics ignore or refuse the mask: then the FMA-unit algorithms among a
-  // longer unmasked list.
-  if (s.algos.empty()) ask(~std::uint64_t(0), 32);
+  }
   // The heuristic's choice need not be cuBLASLt's best on these units: every FMA-unit
   // algorithm id with each of its tile and stage settings that cublasLtMatmulAlgoCheck accepts
   // for this problem joins the plan (the caller times them and keeps the fastest).
@@ -289,12 +297,7 @@ int CublasLtFmaDgemm::plan(bool ta, bool tb, int m, int n, int k, int lda, int l
     if (cublasLtMatmulAlgoInit(s.handle, CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F,
                                CUDA_R_64F, CUDA_R_64F, ids[i], &algo) != CUBLAS_STATUS_SUCCESS)
       continue;
-    std::uint64_t impl = 0;
-    std::size_t written = 0;
-    if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_NUMERICAL_IMPL_FLAGS, &impl,
-                                          sizeof(impl), &written) != CUBLAS_STATUS_SUCCESS ||
-        (impl & CUBLASLT_NUMERICAL_IMPL_FLAGS_OP_TYPE_MASK) != CUBLASLT_NUMERICAL_IMPL_FLAGS_FMA)
-      continue;
+    if (!on_fma_units(impl_flags(algo))) continue;
     auto list = [&](cublasLtMatmulAlgoCapAttributes_t attr) {
       std::size_t bytes = 0;
       std::vector<std::uint32_t> v;

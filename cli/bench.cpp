@@ -7,6 +7,8 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "cli/table.hpp"
@@ -57,6 +59,17 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
 }
 
 #ifdef KTUNE_HAVE_ANCHORS
+// A gemm row with no timing of its own: a TFLOPS figure as a ratio to a reference figure.
+Row tflops_ratio_row(std::string problem, std::string variant, double tflops, std::string anchor,
+                     double reference) {
+  Row r{"gemm", std::move(problem), std::move(variant)};
+  r.figure = tflops;
+  r.unit = "TFLOPS";
+  r.anchor = std::move(anchor);
+  r.ratio = reference > 0 ? tflops / reference : 0;
+  return r;
+}
+
 // cuBLASLt held to the FP64 FMA units: the like-for-like anchor of ktune's FMA-unit DGEMM
 // (cublasDgemm takes the tensor cores). Every FMA-unit algorithm setting cuBLASLt accepts for the
 // problem is screened with a few timed runs; the fastest is verified and timed like any row (the
@@ -99,18 +112,10 @@ double bench_lt_fma(std::optional<anchors::CublasLtFmaDgemm>& lt, const GemmCall
   best.ratio = cublas_figure > 0 ? best.figure / cublas_figure : 0;
   best.step = std::to_string(offered) + " screened";
   rows.push_back(best);
-  Row peak{"gemm", problem.key(), "cublasLt FMA units / FMA peak"};
-  peak.figure = best.figure;
-  peak.unit = "TFLOPS";
-  peak.anchor = "nominal FMA peak";
-  peak.ratio = nominal > 0 ? best.figure / nominal : 0;
-  rows.push_back(peak);
-  Row ours{"gemm", problem.key(), "ktune FMA units / cublasLt FMA units"};
-  ours.figure = fma_figure;
-  ours.unit = "TFLOPS";
-  ours.anchor = "cublasLt FMA units";
-  ours.ratio = fma_figure / best.figure;
-  rows.push_back(ours);
+  rows.push_back(tflops_ratio_row(problem.key(), "cublasLt FMA units / FMA peak", best.figure,
+                                  "nominal FMA peak", nominal));
+  rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / cublasLt FMA units",
+                                  fma_figure, "cublasLt FMA units", best.figure));
   return best.figure;
 }
 
@@ -145,12 +150,8 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
     const double per_sm_clock = dtype == "f32" ? 128 : 64;  // FMA lanes per SM on sm_90
     const double nominal = 2 * per_sm_clock * info.limits.sm_count * info.clock_khz * 1e3 / 1e12;
     auto peak_row = [&](const char* variant, double tflops) {
-      Row peak{"gemm", "dtype=" + dtype + " FMA units", variant};
-      peak.figure = tflops;
-      peak.unit = "TFLOPS";
-      peak.anchor = "nominal";
-      peak.ratio = nominal > 0 ? tflops / nominal : 0;
-      rows.push_back(peak);
+      rows.push_back(
+          tflops_ratio_row("dtype=" + dtype + " FMA units", variant, tflops, "nominal", nominal));
     };
     const double sustained = anchors::fma_peak_tflops(dtype == "f64", stream.get());
     peak_row("FMA peak (measured)", sustained);
@@ -249,18 +250,14 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
           break;
         }
       }
-      Row u{"gemm", problem.key(), "ktune FMA units / FMA peak"};
-      u.figure = fma_figure;
-      u.unit = "TFLOPS";
-      u.anchor = "nominal FMA peak";
-      u.ratio = nominal > 0 ? fma_figure / nominal : 0;
-      if (fma_figure > 0) rows.push_back(u);
+      if (fma_figure > 0)
+        rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / FMA peak", fma_figure,
+                                        "nominal FMA peak", nominal));
       if (dtype == "f64" && fma_figure > 0) {
         auto screen_ms = [&](const std::function<void(CUstream)>& run) {
           TimingOptions quick = timing;
           quick.warmup = 1;
           quick.repeats = 3;
-          workload->prepare(++seed, stream.get());
           return time_on_stream(run, stream.get(), quick, &flusher).median_ms;
         };
         const double lt_figure = bench_lt_fma(lt_fma, call, measure, screen_ms, base.figure,
