@@ -7,10 +7,12 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "db/database.hpp"
 #include "ktune/ktune.hpp"
@@ -43,9 +45,9 @@ struct Row {
   std::string verified;
 };
 
-void write_csv(const std::string& path, const std::vector<Row>& rows, const DeviceInfo& device) {
-  std::ofstream out(path);
-  if (!out) throw Error(ErrorCode::kInvalidArgument, "--csv: cannot write " + path);
+void write_csv(const std::string& path, const std::vector<Row>& rows, const DeviceInfo& device,
+               const std::string& db_path) {
+  std::ostringstream out;
   const char* commit = std::getenv("KTUNE_COMMIT");
   out << "date,commit,device,driver,nvrtc,family,problem,variant,median_ms,min_ms,max_ms,repeats,"
          "figure,unit,"
@@ -56,6 +58,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
         << "\",\"" << r.variant << "\"," << r.median_ms << ',' << r.min_ms << ',' << r.max_ms << ','
         << r.repeats << ',' << r.figure << ',' << r.unit << ',' << r.ratio << ',' << r.anchor << ','
         << r.step << ",\"" << r.config << "\"," << r.verified << '\n';
+  write_output(path, out.str(), "--csv", {db_path});
 }
 
 #ifdef KTUNE_HAVE_ANCHORS
@@ -114,8 +117,8 @@ double bench_lt_fma(std::optional<anchors::CublasLtFmaDgemm>& lt, const GemmCall
   rows.push_back(best);
   rows.push_back(tflops_ratio_row(problem.key(), "cublasLt FMA units / FMA peak", best.figure,
                                   "nominal FMA peak", nominal));
-  rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / cublasLt FMA units",
-                                  fma_figure, "cublasLt FMA units", best.figure));
+  rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / cublasLt FMA units", fma_figure,
+                                  "cublasLt FMA units", best.figure));
   return best.figure;
 }
 
@@ -361,9 +364,17 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
   // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
   const std::uint64_t n = parse_size(n_text, "--n");
   if (n == 0) throw Error(ErrorCode::kInvalidArgument, "--n: must be at least 1");
-  if (!shape.empty()) parse_shape(shape, 3, "--shape");
+  std::vector<GemmShape> shapes = gemm_suite();
+  if (!shape.empty()) {
+    const auto s = parse_shape(shape, 3, "--shape");
+    for (int d = 0; d < 3; ++d)
+      if (s[d] < 1 || s[d] > 0x7fffffffull)
+        throw Error(ErrorCode::kInvalidArgument, "--shape: each dimension must be in [1, 2^31-1]");
+    shapes = {{static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
+               static_cast<std::int64_t>(s[2]), op[0] == 't', op[1] == 't'}};
+  }
 #ifndef KTUNE_HAVE_ANCHORS
-  (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)op;
+  (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)shapes;
   Device device(common.device);
   throw Error(ErrorCode::kUnsupported,
               "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
@@ -444,16 +455,6 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
     }
   }
   if (family_name == "gemm") {
-    std::vector<GemmShape> shapes = gemm_suite();
-    if (!shape.empty()) {
-      const auto s = parse_shape(shape, 3, "--shape");
-      for (int d = 0; d < 3; ++d)
-        if (s[d] < 1 || s[d] > 0x7fffffffull)
-          throw Error(ErrorCode::kInvalidArgument,
-                      "--shape: each dimension must be in [1, 2^31-1]");
-      shapes = {{static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
-                 static_cast<std::int64_t>(s[2]), op[0] == 't', op[1] == 't'}};
-    }
     bench_gemm(runtime, device, cache_db, cache, stream, flusher, timing, dtype, shapes, rows,
                all_verified);
   }
@@ -469,7 +470,8 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
             << ", " << anchors::versions() << ", NVRTC " << nvrtc_version() << "; median of "
             << repeats << " runs after warm-up, L2 flushed before each\n";
   t.print(std::cout);
-  if (!csv.empty()) write_csv(csv, rows, device.info());
+  check_stdout("bench");
+  if (!csv.empty()) write_csv(csv, rows, device.info(), common.resolved_db());
   return all_verified ? kExitOk : kExitFailed;
 #endif
 }

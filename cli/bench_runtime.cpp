@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "db/database.hpp"
 #include "ktune/ktune.hpp"
@@ -145,9 +146,8 @@ ProbeResult in_child(const Common& common, Probe probe, bool explain_first) {
     try {
       ProbeResult r = run_probe(common, probe, explain_first);
       out << "ok " << r.context_ms << ' ' << r.first_call_ms << ' ' << r.complete_ms << ' '
-          << r.construct_ms << ' '
-          << r.nvrtc_calls << ' ' << (r.verified ? 1 : 0) << ' ' << (r.step.empty() ? "-" : r.step)
-          << ' ' << (r.config.empty() ? "-" : r.config) << '\n';
+          << r.construct_ms << ' ' << r.nvrtc_calls << ' ' << (r.verified ? 1 : 0) << ' '
+          << (r.step.empty() ? "-" : r.step) << ' ' << (r.config.empty() ? "-" : r.config) << '\n';
     } catch (const Error& e) {
       out << "error " << static_cast<int>(e.code()) << ' ' << e.what() << '\n';
     } catch (const std::exception& e) {
@@ -171,8 +171,8 @@ ProbeResult in_child(const Common& common, Probe probe, bool explain_first) {
   in >> word;
   if (word == "ok") {
     int verified = 0;
-    in >> r.context_ms >> r.first_call_ms >> r.complete_ms >> r.construct_ms >> r.nvrtc_calls >> verified >> r.step >>
-        r.config;
+    in >> r.context_ms >> r.first_call_ms >> r.complete_ms >> r.construct_ms >> r.nvrtc_calls >>
+        verified >> r.step >> r.config;
     r.verified = verified != 0;
     r.ok = true;
   } else if (word == "error") {
@@ -317,9 +317,9 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
   for (const auto& r : rows)
     t.add({r.name, fixed(r.value, 3), r.unit, r.target, r.holds ? "yes" : "NO", r.note});
   t.print(std::cout);
+  check_stdout("bench runtime");
   if (!csv.empty()) {
-    std::ofstream out(csv);
-    if (!out) throw Error(ErrorCode::kInvalidArgument, "--csv: cannot write " + csv);
+    std::ostringstream out;
     const char* commit = std::getenv("KTUNE_COMMIT");
     out << "date,commit,device,driver,nvrtc,measure,value,unit,target,holds,note\n";
     for (const auto& r : rows)
@@ -327,6 +327,7 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
           << "\"," << device.info().driver_version << ',' << nvrtc_version() << ",\"" << r.name
           << "\"," << r.value << ',' << r.unit << ",\"" << r.target << "\","
           << (r.holds ? "yes" : "no") << ",\"" << r.note << "\"\n";
+    write_output(csv, out.str(), "--csv", {common.resolved_db()});
   }
   return all_hold ? kExitOk : kExitFailed;
 }

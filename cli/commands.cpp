@@ -14,19 +14,23 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "db/database.hpp"
 #include "db/exchange.hpp"
 #include "ktune/ktune.hpp"
 #include "runtime/device.hpp"
+#include "runtime/lookup.hpp"
 #include "runtime/nvrtc.hpp"
 #include "runtime/util.hpp"
 #include "templates/elementwise.hpp"
 #include "templates/family.hpp"
 #include "templates/gemm.hpp"
 #include "templates/histogram.hpp"
+#include "tuner/progress.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
 #include "tuner/strategy.hpp"
@@ -36,6 +40,35 @@
 namespace ktune::cli {
 
 std::string Common::resolved_db() const { return db.empty() ? database_default_path() : db; }
+
+void report_presets(const Database& db, const PresetSummary& p, bool quiet) {
+  if (quiet) return;
+  for (const std::string& notice : db.notices()) std::cerr << "ktune: " << notice << "\n";
+  if (p.presets == 0) return;
+  std::cerr << "ktune: " << (db.created() ? "new database " : "database ") << db.path() << ": "
+            << p.rows << " shipped result(s) loaded from " << p.loaded << " of " << p.presets
+            << (db.created() ? " preset(s)" : " preset(s) new to it")
+            << (p.seeds ? " (" + std::to_string(p.seeds) +
+                              " of earlier templates, kept as re-tuning seeds only)"
+                        : std::string())
+            << "\n";
+  for (const std::string& why : p.skipped) std::cerr << "ktune: preset skipped: " << why << "\n";
+}
+
+DeviceLimits limits_for_arch_option(const std::string& arch, const std::string& option) {
+  const std::vector<int> supported = nvrtc_supported_archs();
+  std::string list;
+  for (int a : supported) list += (list.empty() ? "" : ", ") + ("sm_" + std::to_string(a));
+  int cc = 0;
+  const bool form = arch.size() >= 5 && arch.rfind("sm_", 0) == 0 &&
+                    arch.find_first_not_of("0123456789", 3) == std::string::npos &&
+                    arch.size() <= 6 && (cc = std::stoi(arch.substr(3))) > 0;
+  if (!form || std::find(supported.begin(), supported.end(), cc) == supported.end())
+    throw Error(ErrorCode::kInvalidArgument,
+                option + ": '" + arch + "' is not an architecture this NVRTC (" + nvrtc_version() +
+                    ") compiles for; it takes " + list);
+  return DeviceLimits::for_arch(cc / 10, cc % 10);
+}
 
 namespace {
 
@@ -117,14 +150,14 @@ int tune_replay(const Common& common, const TuneArgs& targs) {
   Database source(targs.replay_from, Database::Mode::kReadOnly);
   const Recording recording = load_recording(source, targs.replay_run);
   const Family& family = find_family(recording.family);
-  const Problem problem = Problem::parse(recording.family, recording.problem);
+  const Problem problem = family.parse_problem(recording.problem);  // checked by load_recording
+  // A replay's database is a test bench: no shipped results in it (they would count as rows).
   Database db(common.resolved_db());
   auto runner = make_replay_runner(recording, targs.replay_delay_ms);
   TuneSummary s = tune(db, *runner, family, problem, tune_options(common, targs));
   std::cout << family.name() << " " << s.problem << " (replayed from " << targs.replay_from
             << " run " << targs.replay_run << "): run " << s.run_id << ", " << s.evaluated
-            << " evaluated, "
-            << s.already_done << " from earlier runs, " << s.crashed_recovered
+            << " evaluated, " << s.already_done << " from earlier runs, " << s.crashed_recovered
             << " recovered as crashed; stopped: " << s.stop_reason << "\n";
   return s.best ? kExitOk : kExitFailed;
 }
@@ -200,14 +233,16 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                                                    " (this machine has " + std::to_string(count) +
                                                    ")");
   {
-    Database db(common.resolved_db());
-    load_presets_if_new(db);  // a new database starts with the shipped results
+    // A new database starts with the shipped results; an existing one gets newer presets.
+    PresetSummary loaded;
+    auto db = open_for_writing(common.resolved_db(), &loaded);
+    report_presets(*db, loaded, common.quiet);
   }
   if (!targs.in_process) options.worker.command = {self_executable(), "__worker"};
   if (devices.size() > 1) {
-    // One worker per GPU: progress lines would overwrite each other, so each problem's summary
-    // is printed as it finishes; the compile threads are shared out among the workers.
-    options.progress = false;
+    // One worker per GPU: a redrawn line would be overwritten by the others, so each prints plain
+    // lines with its GPU's name; the compile threads are shared out among the workers.
+    options.progress_plain = true;
     if (options.compile_threads == 0)
       options.compile_threads =
           std::max(1u, std::thread::hardware_concurrency() / unsigned(devices.size()));
@@ -242,19 +277,22 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
       auto& next = next_problem.at(device.info().identity());
       for (std::size_t i; (i = next++) < problems.size();) {
         const auto& [family, problem] = problems[i];
-        TuneSummary s = tune(db, device, *family, problem, options);
+        TuneOptions mine = options;
+        mine.progress_label = who;
+        TuneSummary s = tune(db, device, *family, problem, mine);
         {
           std::lock_guard lock(output);
           if (!common.quiet) {
             std::cerr << "ktune: " << who << family->name() << " " << s.problem << ": run "
-                      << s.run_id << ", " << s.evaluated << " evaluated (" << s.ok << " ok, " << s.failed
-                      << " failed), " << s.already_done
+                      << s.run_id << ", " << s.evaluated << " evaluated (" << s.ok << " ok, "
+                      << s.failed << " failed), " << s.already_done
                       << " from earlier runs; stopped: " << s.stop_reason << "; "
                       << fixed(s.seconds, 1) << " s; " << s.compiled << " compiles on "
                       << s.compile_threads << " threads ("
                       << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1)
                       << " per s), GPU waited on compiles " << fixed(s.gpu_wait_seconds, 1)
-                      << " s (" << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
+                      << " s ("
+                      << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
                       << "% of the run)\n";
             if (s.worker_restarts)
               std::cerr << "ktune: " << who << s.worker_restarts
@@ -319,23 +357,74 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
   return any_ok ? kExitOk : kExitFailed;
 }
 
+namespace {
+
+// A problem key as a user typed it: validated by its family and made canonical (sorted names,
+// plain integers), so that 'op=copy;n=1024;...' finds what `ktune query` prints as
+// 'align=16;dtype=f32;n=1024;op=copy'. Without --family, the families whose problems it fits.
+std::vector<std::pair<const Family*, std::string>> canonical_problems(const std::string& family,
+                                                                      const std::string& key) {
+  std::vector<std::pair<const Family*, std::string>> out;
+  if (!family.empty()) {
+    const Family& f = find_family(family);
+    try {
+      out.emplace_back(&f, f.parse_problem(key).key());
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument, std::string("--problem: ") + e.what());
+    }
+    return out;
+  }
+  std::string reasons;
+  for (const Family* f : all_families()) {
+    try {
+      out.emplace_back(f, f->parse_problem(key).key());
+    } catch (const Error& e) {
+      reasons += std::string("\n  ") + f->name() + ": " + e.what();
+    }
+  }
+  if (out.empty())
+    throw Error(ErrorCode::kInvalidArgument,
+                "--problem: '" + key + "' is a problem of no family:" + reasons);
+  return out;
+}
+
+}  // namespace
+
 int cmd_query(const Common& common, const std::string& family, const std::string& problem, bool all,
               bool json) {
   if (!family.empty()) find_family(family);  // a typo gets a clear error, not an empty table
-  Database db(common.resolved_db(), Database::Mode::kReadOnly);
+  std::vector<std::pair<const Family*, std::string>> problems;
+  if (!problem.empty()) problems = canonical_problems(family, problem);
+  auto wanted = [&](const std::string& fam, const std::string& key) {
+    if (!family.empty() && fam != family) return false;
+    if (problems.empty()) return true;
+    return std::any_of(problems.begin(), problems.end(),
+                       [&](const auto& p) { return p.first->name() == fam && p.second == key; });
+  };
+  const std::string path = common.resolved_db();
+  auto db = open_for_reading(path);
+  if (db->in_memory() && !common.quiet)
+    std::cerr << "ktune: no database at " << path
+              << ": showing the shipped results (ktune tune creates it)\n";
   std::vector<ResultRecord> rows;
   if (all) {
     ResultFilter f;
     f.family = family;
-    f.problem = problem;
-    rows = db.results(f);
+    rows = db->results(f);
   } else {
     for (const Family* fam : all_families()) {
       if (!family.empty() && fam->name() != family) continue;
-      for (auto& r : db.best_results(fam->name(), fam->template_hash()))
-        if (problem.empty() || r.problem == problem) rows.push_back(std::move(r));
+      for (auto& r : db->best_results(fam->name(), fam->template_hash()))
+        rows.push_back(std::move(r));
     }
   }
+  std::erase_if(rows, [&](const ResultRecord& r) { return !wanted(r.family, r.problem); });
+  // Problems in the order of their sizes (k=256 before k=2048), not of their text.
+  std::stable_sort(rows.begin(), rows.end(), [](const ResultRecord& a, const ResultRecord& b) {
+    return std::tie(a.family, a.device.name) < std::tie(b.family, b.device.name) ||
+           (std::tie(a.family, a.device.name) == std::tie(b.family, b.device.name) &&
+            natural_less(a.problem, b.problem));
+  });
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows) {
@@ -358,13 +447,15 @@ int cmd_query(const Common& common, const std::string& family, const std::string
                      {"created_at", r.created_at},
                      {"message", r.message}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    check_stdout("query");
     return kExitOk;
   }
   if (rows.empty()) {
-    std::cout << "no " << (all ? "results" : "tuned results for the current templates") << " in "
-              << db.path()
+    std::cout << "no " << (all ? "results" : "tuned results for the current templates")
+              << (problems.empty() ? "" : " of that problem") << " in " << db->path()
               << (all ? "" : " (ktune query --all lists every row, stale ones included)") << "\n";
+    check_stdout("query");
     return kExitOk;
   }
   Table t({"device", "family", "problem", "status", "median ms", "figure", "config", "origin"});
@@ -373,19 +464,16 @@ int cmd_query(const Common& common, const std::string& family, const std::string
            r.status == "ok" ? fixed(r.time_median_ms, 4) : "-",
            r.status == "ok" ? metric_text(r.metric, r.unit) : "-", r.config, r.origin});
   t.print(std::cout);
+  check_stdout("query");
   return kExitOk;
 }
 
 int cmd_check(const std::string& arch, const std::string& family_name, unsigned jobs, bool verbose,
-              bool exhaustive) {
-  int cc = 0;
-  if (arch.size() < 5 || arch.rfind("sm_", 0) != 0 || (cc = std::atoi(arch.c_str() + 3)) < 50 ||
-      std::to_string(cc) != arch.substr(3))
-    throw Error(ErrorCode::kInvalidArgument,
-                "--arch: '" + arch + "' is not an architecture such as sm_90");
-  const DeviceLimits limits = DeviceLimits::for_arch(cc / 10, cc % 10);
+              bool exhaustive, bool quiet) {
+  const DeviceLimits limits = limits_for_arch_option(arch, "--arch");
   auto t0 = std::chrono::steady_clock::now();
   ThreadPool pool(jobs);
+  ProgressLine progress(!quiet);
   Table summary({"family", "problem", "configs", "kernels", "failed", "spilling", "max regs",
                  "usable configs"});
   Table detail({"family", "kernel", "regs", "smem", "spill bytes", "status"});
@@ -442,7 +530,16 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
               names.begin() + i, names.begin() + std::min(names.size(), i + kBatch)));
         }));
       std::map<std::string, Outcome> outcomes;
-      for (auto& f : futures) outcomes.merge(f.get());
+      std::size_t done = 0;
+      for (auto& f : futures) {
+        outcomes.merge(f.get());
+        done = std::min(names.size(), done + kBatch);
+        progress.update(
+            "ktune check: " + family->name() + " " + problem.key() + ": " + std::to_string(done) +
+            "/" + std::to_string(names.size()) + " kernels compiled, " +
+            fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 0) +
+            " s");
+      }
 
       int failed = 0, spilling = 0, max_regs = 0;
       std::size_t usable = 0;
@@ -469,6 +566,7 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
                    std::to_string(max_regs), std::to_string(usable)});
     }
   }
+  progress.finish();
   if (verbose) {
     detail.print(std::cout);
     std::cout << "\n";
@@ -481,14 +579,48 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
   return any_failed ? kExitFailed : kExitOk;
 }
 
-int cmd_explain(const Common& common, const std::string& family, const std::string& problem) {
+int cmd_explain(const Common& common, const std::string& family_name,
+                const std::string& problem_key, const std::string& gpu, const std::string& arch) {
   // The problem is checked before the GPU is touched, so a typo is a usage error everywhere.
-  find_family(family).validate(Problem::parse(family, problem));
-  Options options;
-  options.database = common.resolved_db();
-  options.device = common.device;
-  Runtime runtime(options);
-  Choice c = runtime.explain(family, problem);
+  const Family& family = find_family(family_name);
+  const Problem problem = family.parse_problem(problem_key);
+  std::optional<DeviceLimits> arch_limits;
+  if (!arch.empty()) arch_limits = limits_for_arch_option(arch, "--arch");
+  Choice c;
+  std::string answered_from;
+  if (!gpu.empty() || arch_limits) {
+    // No GPU needed: the lookup chain for a named GPU (as the database knows it) or architecture.
+    const std::string path = common.resolved_db();
+    auto db = open_for_reading(path);
+    answered_from = db->path();
+    DeviceInfo device;
+    if (!gpu.empty()) {
+      std::string known;
+      std::optional<DeviceRecord> found;
+      for (const DeviceRecord& d : db->devices()) {
+        if (d.name == gpu) found = d;
+        known += (known.empty() ? "" : ", ") + ("'" + d.name + "'");
+      }
+      if (!found)
+        throw Error(
+            ErrorCode::kInvalidArgument,
+            "--gpu: no results for a GPU named '" + gpu + "' in " + db->path() +
+                (known.empty() ? std::string(" (it holds none)") : " (it has " + known + ")"));
+      device.name = found->name;
+      device.limits = DeviceLimits::for_arch(found->cc_major, found->cc_minor);
+      device.limits.sm_count = found->sm_count;
+    } else {
+      device.limits = *arch_limits;  // no GPU of this name: the same-arch step answers
+    }
+    c = to_choice(lookup_config(db.get(), device, family, problem), family, problem);
+  } else {
+    Options options;
+    options.database = common.resolved_db();
+    options.device = common.device;
+    Runtime runtime(options);
+    c = runtime.explain(family_name, problem_key);
+    answered_from = runtime.database_path();
+  }
   Table t({"field", "value"});
   t.add({"family", c.family});
   t.add({"problem", c.problem});
@@ -497,7 +629,9 @@ int cmd_explain(const Common& common, const std::string& family, const std::stri
   if (!c.tuned_problem.empty()) t.add({"tuned problem", c.tuned_problem});
   if (!c.device.empty()) t.add({"measured on", c.device});
   if (c.measured) t.add({"measured", metric_text(*c.measured, c.unit)});
+  t.add({"database", answered_from.empty() ? "none" : answered_from});
   t.print(std::cout);
+  check_stdout("explain");
   return kExitOk;
 }
 
@@ -534,15 +668,16 @@ int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
     t.add({s.strategy, std::to_string(s.budget) + (s.budget == target ? " (target)" : ""),
            fixed(s.median_ratio, 4), fixed(100 * s.share_within_3pct, 0) + "%"});
   t.print(std::cout);
+  check_stdout("strategies");
   if (!csv.empty()) {
-    std::ofstream out(csv);
-    if (!out) throw Error(ErrorCode::kInvalidArgument, "--csv: cannot write " + csv);
+    std::ostringstream out;
     out << "family,problem,device,space,measured,strategy,budget,seeds,lag,median_ratio,share_"
            "097\n";
     for (const auto& s : scores)
       out << rec.family << ",\"" << rec.problem << "\",\"" << rec.device << "\","
           << rec.space.size() << ',' << rec.measured << ',' << s.strategy << ',' << s.budget << ','
           << seeds << ',' << lag << ',' << s.median_ratio << ',' << s.share_within_3pct << '\n';
+    write_output(csv, out.str(), "--csv", {common.resolved_db()});
   }
   return kExitOk;
 }

@@ -2,8 +2,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
+
+namespace ktune {
+class Database;
+struct DeviceLimits;
+struct PresetSummary;
+}  // namespace ktune
 
 namespace ktune::cli {
 
@@ -23,6 +30,13 @@ struct Common {
   bool quiet = false;
   std::string resolved_db() const;
 };
+
+// Prints what opening a database for writing noted (a network filesystem) and which shipped
+// presets went in, unless quiet.
+void report_presets(const Database& db, const PresetSummary& loaded, bool quiet);
+// The limits of an architecture named on the command line ("sm_90"), checked against the ones
+// NVRTC compiles for: Error(kInvalidArgument) naming `option` and listing them.
+DeviceLimits limits_for_arch_option(const std::string& arch, const std::string& option);
 
 struct ProblemArgs {
   std::string family;
@@ -53,8 +67,8 @@ struct TuneArgs {
   unsigned jobs = 0;
   bool in_process = false;     // measure in this process, not in a worker
   double timeout_floor = 1.0;  // seconds, host-side limit per launch at least
-  std::string devices = "0";  // an ordinal, a list "0,1" or "all": one worker per GPU
-  bool defaults = false;  // tune every family's default problems
+  std::string devices = "0";   // an ordinal, a list "0,1" or "all": one worker per GPU
+  bool defaults = false;       // tune every family's default problems
   // Replay instead of the GPU: the recorded outcomes of run `replay_run` in `replay_from`.
   std::string replay_from;
   std::int64_t replay_run = 0;
@@ -66,8 +80,11 @@ int cmd_tune(const Common& common, const ProblemArgs& problem, const TuneArgs& t
 int cmd_query(const Common& common, const std::string& family, const std::string& problem, bool all,
               bool json);
 int cmd_check(const std::string& arch, const std::string& family, unsigned jobs, bool verbose,
-              bool exhaustive);
-int cmd_explain(const Common& common, const std::string& family, const std::string& problem);
+              bool exhaustive, bool quiet = false);
+// Without `gpu` and `arch`: the Runtime on --device answers. With either: the lookup chain for a
+// GPU the database knows by name, or for an architecture, without a GPU.
+int cmd_explain(const Common& common, const std::string& family, const std::string& problem,
+                const std::string& gpu = "", const std::string& arch = "");
 int cmd_bench_runtime(const Common& common, const std::string& csv);
 int cmd_bench(const Common& common, const std::string& family, const std::string& n,
               const std::string& csv, int repeats, const std::string& dtype = "all",

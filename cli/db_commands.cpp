@@ -1,12 +1,10 @@
 // ktune db subcommands: export, import, merge, prune, check; each prints a one-line summary.
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "db/database.hpp"
 #include "db/exchange.hpp"
 #include "ktune/error.hpp"
@@ -16,27 +14,35 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A database written to; when this open created it, the shipped presets go in first (as for
-// tune and the runtime), so that a later import or merge competes with them like anywhere else.
-std::unique_ptr<Database> open_for_writing(const Common& common) {
-  auto db = std::make_unique<Database>(common.resolved_db());
-  PresetSummary p = load_presets_if_new(*db);
-  if (p.presets > 0 && !common.quiet)
-    std::cerr << "ktune: new database " << db->path() << ": " << p.rows
-              << " shipped result(s) loaded from " << p.loaded << " of " << p.presets
-              << " preset(s)"
-              << (p.seeds ? " (" + std::to_string(p.seeds) +
-                                " of earlier templates, kept as re-tuning seeds only)"
-                          : std::string())
-              << "\n";
-  return db;
-}
+// A database written to: when this open creates it, the shipped presets go in first (as for tune
+// and the runtime), so that a later import or merge competes with them like anywhere else. When
+// the command then fails, the file it created is removed: a failed command creates nothing.
+class WriteTarget {
+ public:
+  explicit WriteTarget(const Common& common) : path_(common.resolved_db()) {
+    std::error_code ec;
+    existed_ = fs::exists(fs::symlink_status(path_, ec));
+    PresetSummary loaded;
+    db_ = open_for_writing(path_, &loaded);
+    report_presets(*db_, loaded, common.quiet);
+  }
+  ~WriteTarget() {
+    if (done_ || existed_) return;
+    db_.reset();
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path_ + suffix, ec);
+  }
+  WriteTarget(const WriteTarget&) = delete;
+  WriteTarget& operator=(const WriteTarget&) = delete;
+  Database& db() { return *db_; }
+  void done() { done_ = true; }
 
-void require_existing(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    throw Error(ErrorCode::kDatabase, "database " + path + ": no such file");
-}
+ private:
+  std::string path_;
+  bool existed_ = false;
+  bool done_ = false;
+  std::unique_ptr<Database> db_;
+};
 
 std::string counts_text(const MergeCounts& c) {
   return std::to_string(c.added) + " added, " + std::to_string(c.replaced) + " replaced, " +
@@ -58,61 +64,48 @@ std::string skipped_text(std::size_t stale, std::size_t in_flight) {
 int cmd_db_export(const Common& common, const std::string& family, bool all, bool best,
                   const std::string& output) {
   const std::string path = common.resolved_db();
-  Database db(path, Database::Mode::kReadOnly);
+  auto db = open_for_reading(path);
   ExportOptions options;
   options.family = family;
   options.all = all;
   options.best = best;
-  ExportResult out = export_results(db, options);
+  ExportResult out = export_results(*db, options);
   const std::string what = std::to_string(out.results) + " result(s) (" +
                            (all    ? "every row"
                             : best ? "the best per device and problem"
                                    : "ok rows of the current templates") +
-                           (family.empty() ? "" : ", family " + family) + ") from " + path;
-  if (output.empty() || output == "-") {
-    std::cout << out.json << std::flush;
+                           (family.empty() ? "" : ", family " + family) + ") from " + db->path();
+  if (db->in_memory() && !common.quiet)
+    std::cerr << "ktune: no database at " << path << ": exporting the shipped results\n";
+  write_output(output.empty() ? "-" : output, out.json, "db export -o", {path});
+  if (output.empty() || output == "-" || output == "/dev/stdout") {
     if (!common.quiet) std::cerr << "ktune: exported " << what << "\n";
-    return kExitOk;
+  } else {
+    std::cout << "exported " << what << " to " << output << "\n";
   }
-  // Written beside the target and renamed: a failed export never leaves half a file behind.
-  const std::string tmp = output + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    if (!file)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "-o: cannot write " + tmp + ": " + std::strerror(errno));
-    file << out.json;
-    file.flush();
-    if (!file) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(ErrorCode::kInvalidArgument, "-o: writing " + tmp + " failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, output, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(ErrorCode::kInvalidArgument, "-o: cannot create " + output + ": " + ec.message());
-  }
-  std::cout << "exported " << what << " to " << output << "\n";
   return kExitOk;
 }
 
 int cmd_db_import(const Common& common, const std::string& file, bool shipped) {
-  auto db = open_for_writing(common);
-  ImportSummary s = import_file(*db, file, shipped);
-  std::cout << "imported " << (file == "-" ? "stdin" : file) << " into " << db->path() << " as "
-            << (shipped ? "shipped" : "imported") << ": " << s.entries << " entr"
+  // The whole file is read and checked before the database is opened (or created).
+  ImportSource import = read_import(file, shipped);
+  WriteTarget target(common);
+  ImportSummary s = write_import(target.db(), std::move(import));
+  target.done();
+  std::cout << "imported " << (file == "-" ? "stdin" : file) << " into " << target.db().path()
+            << " as " << (shipped ? "shipped" : "imported") << ": " << s.entries << " entr"
             << (s.entries == 1 ? "y" : "ies") << "; " << counts_text(s.written)
             << skipped_text(s.stale, s.in_flight) << "\n";
   return kExitOk;
 }
 
 int cmd_db_merge(const Common& common, const std::string& other) {
-  auto db = open_for_writing(common);
-  MergeSummary s = merge_database(*db, other);
-  std::cout << "merged " << other << " into " << db->path() << ": " << s.rows << " row(s); "
+  // The other database is read and every row checked before this one is opened (or created).
+  MergeSource source = read_merge_source(other, common.resolved_db());
+  WriteTarget target(common);
+  MergeSummary s = write_merge(target.db(), source);
+  target.done();
+  std::cout << "merged " << other << " into " << target.db().path() << ": " << s.rows << " row(s); "
             << counts_text(s.written) << skipped_text(s.stale, s.in_flight)
             << "; binaries are never merged\n";
   return kExitOk;
@@ -124,7 +117,9 @@ int cmd_db_prune(const Common& common, bool stale) {
                 "db prune: say what to prune: --stale (results of templates that changed since "
                 "they were measured, their runs, and the binary cache)");
   const std::string path = common.resolved_db();
-  require_existing(path);
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec)))
+    throw Error(ErrorCode::kDatabase, "database " + path + ": no such file");
   Database db(path);
   PruneCounts c = prune_stale(db);
   std::cout << "pruned " << db.path() << ": " << c.results << " stale result(s), " << c.runs

@@ -1,30 +1,165 @@
 // The ktune command: argument parsing (CLI11) and the error boundary (message + exit code).
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <limits>
+#include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "ktune/error.hpp"
+#include "ktune/version.hpp"
 #include "tuner/worker.hpp"
-
-#ifndef KTUNE_VERSION
-#define KTUNE_VERSION "dev"
-#endif
 
 using namespace ktune::cli;
 
 namespace {
 
+// A whole decimal integer in [lo, hi]: no fraction, exponent, junk or wrap-around (CLI11 alone
+// stored 2^64 as 2^64-1). Checked on the text, before CLI11 converts it.
+CLI::Validator integer_in(long long lo, unsigned long long hi) {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        const char* begin = text.data();
+        const char* end = begin + text.size();
+        if (begin != end && *begin == '+') ++begin;
+        bool ok = begin != end;
+        if (ok && *begin == '-') {
+          long long v = 0;
+          auto [at, ec] = std::from_chars(begin, end, v);
+          ok = ec == std::errc() && at == end && v >= lo;
+        } else if (ok) {
+          unsigned long long v = 0;
+          auto [at, ec] = std::from_chars(begin, end, v);
+          ok = ec == std::errc() && at == end && v <= hi &&
+               (lo <= 0 || v >= static_cast<unsigned long long>(lo));
+        }
+        return ok ? std::string() : "'" + text + "' is not an integer in " + range;
+      },
+      "INT in " + range, "integer");
+}
+
+// A finite number in [lo, hi]: NaN and infinities are refused (a NaN passes every range check).
+CLI::Validator real_in(double lo, double hi) {
+  std::ostringstream r;
+  r << "[" << lo << ", " << hi << "]";
+  const std::string range = r.str();
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double v = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+        const bool ok = !text.empty() && end == text.c_str() + text.size() && errno == 0 &&
+                        std::isfinite(v) && v >= lo && v <= hi;
+        return ok ? std::string() : "'" + text + "' is not a finite number in " + range;
+      },
+      "NUMBER in " + range, "real");
+}
+
+// Word-wraps text to `width` columns. A paragraph's lines are joined first (its source breaks
+// were made for 100 columns), except lines that start with spaces, which stay lines of their own
+// (lists, examples); blank lines separate paragraphs.
+std::string wrap(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines;  // logical lines, each wrapped on its own
+  std::istringstream in(text);
+  std::string line;
+  bool joinable = false;
+  while (std::getline(in, line)) {
+    const bool indented = !line.empty() && line[0] == ' ';
+    if (line.empty()) {
+      lines.emplace_back();
+      joinable = false;
+    } else if (joinable && !indented) {
+      lines.back() += ' ' + line;
+    } else {
+      lines.push_back(line);
+      joinable = !indented;
+    }
+  }
+  std::string out;
+  for (std::size_t l = 0; l < lines.size(); ++l) {
+    if (l) out += '\n';
+    const std::string& text_line = lines[l];
+    const std::size_t indent = std::min(text_line.find_first_not_of(' '), text_line.size());
+    std::istringstream words(text_line);
+    std::string word;
+    std::size_t column = indent;
+    out += std::string(indent, ' ');
+    bool first = true;
+    while (words >> word) {
+      if (!first && column + 1 + word.size() > width) {
+        out += '\n' + std::string(indent, ' ');
+        column = indent;
+      } else if (!first) {
+        out += ' ';
+        ++column;
+      }
+      out += word;
+      column += word.size();
+      first = false;
+    }
+  }
+  return out;
+}
+
+// The terminal's width for help: stdout's columns, else $COLUMNS, else 80.
+std::size_t help_width() {
+  winsize ws{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return std::clamp<std::size_t>(ws.ws_col, 60, 200);
+  if (const char* c = std::getenv("COLUMNS"); c && *c) {
+    const long v = std::strtol(c, nullptr, 10);
+    if (v > 0) return std::clamp<std::size_t>(static_cast<std::size_t>(v), 60, 200);
+  }
+  return 80;
+}
+
+// CLI11's help with every description wrapped to the terminal (its own lines ran to 260 columns).
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  explicit WrappingFormatter(std::size_t width) : width_(width) { column_width(32); }
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    return wrap(opt->get_description(), text_width());
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true),
+                             wrap(sub->get_description(), text_width()), get_column_width());
+    return out.str();
+  }
+  std::string make_description(const CLI::App* app) const override {
+    const std::string d = app->get_description();
+    return d.empty() ? std::string() : wrap(d, width_) + "\n";
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    const std::string f = app->get_footer();
+    return f.empty() ? std::string() : wrap(f, width_) + "\n";
+  }
+
+ private:
+  std::size_t text_width() const { return std::max<std::size_t>(30, width_ - get_column_width()); }
+  std::size_t width_;
+};
+
 const char* const kExitCodes =
     "Exit codes: 0 ok, 1 a check or verification failed, 2 bad arguments, 3 no CUDA driver or "
-    "device,\n"
-    "4 database error, 5 other error (CUDA, compile, internal).\n"
+    "device, 4 database error, 5 other error (CUDA, compile, writing output, internal).\n\n"
     "Database: --db, else $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db "
-    "(~/.cache/ktune/tuning.db).";
+    "(~/.cache/ktune/tuning.db). Without a database file, reading commands show the shipped "
+    "results.";
 
 const char* const kDbExitCodes =
     "Exit codes: 0 done, 2 bad arguments or an unreadable or invalid JSON file (the message names\n"
     "the entry and field; nothing was written), 4 database error (no such file, not a ktune\n"
-    "database, damaged, locked).\n"
+    "database, damaged, locked), 5 writing output failed.\n\n"
     "Database: --db, else $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db "
     "(~/.cache/ktune/tuning.db).";
 
@@ -32,8 +167,8 @@ void add_common(CLI::App* app, Common& common, bool with_device = true) {
   app->add_option("--db", common.db,
                   "tuning database file (default: $KTUNE_DB or the cache directory)");
   if (with_device)
-    app->add_option("--device", common.device, "CUDA device ordinal")
-        ->check(CLI::NonNegativeNumber);
+    app->add_option("--device", common.device, "CUDA device ordinal")->check(integer_in(0, 1023));
+  app->add_flag("--quiet,-q", common.quiet, "no progress lines or notes on stderr (errors stay)");
 }
 
 void add_elementwise_options(CLI::App* app, ProblemArgs& p) {
@@ -46,7 +181,7 @@ void add_elementwise_options(CLI::App* app, ProblemArgs& p) {
   app->add_option("--n", p.n, "number of elements; K, M, G suffixes are powers of 2 (1G = 2^30)")
       ->capture_default_str();
   app->add_option("--align", p.align, "alignment class of the pointers in bytes")
-      ->check(CLI::IsMember({4, 8, 16}))
+      ->check(integer_in(0, 64) & CLI::IsMember({4, 8, 16}))
       ->capture_default_str();
 }
 
@@ -55,12 +190,12 @@ void add_histogram_options(CLI::App* app, ProblemArgs& p) {
       ->check(CLI::IsMember({"u8", "u16", "i32", "f32"}))
       ->capture_default_str();
   app->add_option("--bins", p.bins, "number of bins (256 with u8: one bin per byte value)")
-      ->check(CLI::Range(1, 4096))
+      ->check(integer_in(1, 4096))
       ->capture_default_str();
   app->add_option("--n", p.n, "number of samples; K, M, G suffixes are powers of 2 (1G = 2^30)")
       ->capture_default_str();
   app->add_option("--align", p.align, "alignment class of the sample pointer in bytes")
-      ->check(CLI::IsMember({1, 2, 4, 8, 16}))
+      ->check(integer_in(0, 64) & CLI::IsMember({1, 2, 4, 8, 16}))
       ->capture_default_str();
 }
 
@@ -76,7 +211,7 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
   app->add_option("--align", p.gemm_align,
                   "alignment class in elements of the operands (pointers and leading "
                   "dimensions); 0 = the widest (16 bytes)")
-      ->check(CLI::IsMember({0, 1, 2, 4}))
+      ->check(integer_in(0, 64) & CLI::IsMember({0, 1, 2, 4}))
       ->capture_default_str();
   app->add_flag("--suite", p.suite,
                 "tune every shape of the benchmark suite (ktune bench gemm) for --dtype");
@@ -92,31 +227,32 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
           CLI::IsMember({"auto", "exhaustive", "random", "evolve", "anneal", "genetic", "model"}))
       ->capture_default_str();
   app->add_option("--seed", t.seed, "seed of the strategy and of the random inputs")
-      ->check(CLI::NonNegativeNumber)
+      ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()))
       ->capture_default_str();
   app->add_option("--max-evals", t.max_evals, "evaluations at most in this run (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(integer_in(0, 1'000'000'000))
       ->capture_default_str();
-  app->add_option("--max-seconds", t.max_seconds, "wall time budget of this run (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
+  app->add_option("--max-seconds", t.max_seconds,
+                  "wall time budget of this run in seconds (0: no limit)")
+      ->check(real_in(0, 1e9))
       ->capture_default_str();
   app->add_option("--patience", t.patience,
                   "stop after this many evaluations in a row without a new best at least 0.5% "
                   "faster (0: no limit)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(integer_in(0, 1'000'000'000))
       ->capture_default_str();
   app->add_option(
       "--only", t.only,
       "hold a parameter to some of its values, NAME=V[,V...] (repeatable), e.g. "
       "--only MMA=0 for f64 GEMM on the FMA units alone (an unknown name lists the parameters)");
   app->add_option("--repeats", t.repeats, "timed runs per candidate (median reported)")
-      ->check(CLI::Range(1, 100000))
+      ->check(integer_in(1, 100000))
       ->capture_default_str();
   app->add_option("--warmup", t.warmup, "untimed runs before timing")
-      ->check(CLI::Range(0, 1000))
+      ->check(integer_in(0, 1000))
       ->capture_default_str();
   app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")
-      ->check(CLI::Range(0, 1024))
+      ->check(integer_in(0, 1024))
       ->capture_default_str();
   app->add_flag("--in-process", t.in_process,
                 "measure candidates in this process instead of a worker process: no worker "
@@ -125,7 +261,7 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--timeout-floor", t.timeout_floor,
                   "seconds a launch of a candidate may take at least before it is killed and "
                   "recorded as timeout; the limit is max(floor, 50 x the best time so far)")
-      ->check(CLI::Range(0.01, 3600.0))
+      ->check(real_in(0.01, 3600.0))
       ->capture_default_str();
 }
 
@@ -141,13 +277,20 @@ int main(int argc, char** argv) {
       return kExitError;
     }
   }
+  // A file size limit (ulimit -f) makes writes fail with EFBIG, reported with the file's name,
+  // instead of killing the process with SIGXFSZ halfway through a write.
+  signal(SIGXFSZ, SIG_IGN);
+
   CLI::App app{
       "ktune: autotuned CUDA kernels (GEMM, histogram, elementwise) generated with NVRTC.\n"
       "Tune once per GPU, then link ktune::ktune and get the tuned kernels.",
       "ktune"};
+  app.formatter(std::make_shared<WrappingFormatter>(help_width()));
   app.footer(kExitCodes);
-  app.set_version_flag("--version", KTUNE_VERSION);
-  app.require_subcommand(1);
+  app.set_version_flag("--version", ktune::version_text());
+  // 0 or 1 here, so that an unknown option is named ("--bogus") instead of CLI11 asking for a
+  // command first; no command at all is reported below.
+  app.require_subcommand(0, 1);
 
   Common common;
   ProblemArgs problem;
@@ -160,39 +303,50 @@ int main(int argc, char** argv) {
                          "tune problems into the database; with no family, tune the default "
                          "problems of every family and print the result table");
   add_common(tune_cmd, common, false);
-  tune_cmd
-      ->add_option("--device", tune.devices,
-                   "CUDA device ordinal, a list (0,1), or 'all': one worker per GPU, all writing "
-                   "to the same database")
-      ->capture_default_str();
+  auto add_device_list = [&](CLI::App* cmd) {
+    cmd->add_option("--device", tune.devices,
+                    "CUDA device ordinal, a list (0,1), or 'all': one worker per GPU, all "
+                    "writing to the same database")
+        ->capture_default_str();
+  };
+  add_device_list(tune_cmd);
   add_tune_options(tune_cmd, tune);
   tune_cmd->footer(kExitCodes);
-  // Options of `tune` (budget, strategy, --db) may also follow the family: tune gemm --max-evals 9.
-  tune_cmd->fallthrough();
   auto* replay_from = tune_cmd->add_option(
       "--replay-from", tune.replay_from,
       "tune without a GPU: draw every measurement from a recorded run in this database (tests "
-      "strategies and resume; with --replay)");
+      "strategies and resume; with --replay; the family and problem are the run's)");
   tune_cmd->add_option("--replay", tune.replay_run, "the recorded run id (with --replay-from)")
       ->needs(replay_from)
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, std::numeric_limits<std::int64_t>::max()));
   replay_from->needs("--replay");
   tune_cmd
       ->add_option("--replay-delay-ms", tune.replay_delay_ms,
                    "wait this long per replayed candidate, as if a GPU were timing it")
-      ->check(CLI::Range(0.0, 60000.0));
-  auto* tune_ew =
-      tune_cmd->add_subcommand("elementwise", "tune copy / add / complex_copy for one size");
+      ->check(real_in(0.0, 60000.0));
+  // The options of `tune` are the family's too, so that they may follow it (tune gemm
+  // --max-evals 9) and its --help lists them.
+  auto add_family = [&](const char* name, const char* help) {
+    auto* cmd = tune_cmd->add_subcommand(name, help);
+    add_common(cmd, common, false);
+    add_device_list(cmd);
+    add_tune_options(cmd, tune);
+    cmd->footer(kExitCodes);
+    return cmd;
+  };
+  auto* tune_ew = add_family("elementwise", "tune copy / add / complex_copy for one size");
   add_elementwise_options(tune_ew, problem);
-  auto* tune_hist = tune_cmd->add_subcommand(
-      "histogram", "tune a histogram for one sample type, bin count and size");
+  auto* tune_hist =
+      add_family("histogram", "tune a histogram for one sample type, bin count and size");
   add_histogram_options(tune_hist, problem);
-  tune_hist->fallthrough();  // tune's options (--max-evals...) may follow the family too
-  auto* tune_gemm = tune_cmd->add_subcommand(
+  auto* tune_gemm = add_family(
       "gemm", "tune one GEMM shape (--shape, --op, --dtype) or the benchmark suite (--suite)");
   add_gemm_options(tune_gemm, problem);
+  // The suite has its own shapes and ops.
+  tune_gemm->get_option("--suite")->excludes("--shape")->excludes("--op");
   // Test-only: the planted-fault family that proves a run survives faults and hangs. Hidden.
-  auto* tune_faults = tune_cmd->add_subcommand("faults", "")->group("");
+  auto* tune_faults = add_family("faults", "");
+  tune_faults->group("");
   tune_cmd->require_subcommand(0, 1);
 
   std::string query_family, query_problem;
@@ -201,10 +355,13 @@ int main(int argc, char** argv) {
       app.add_subcommand("query", "show the best tuned configuration per device and problem");
   add_common(query, common, false);
   query->add_option("--family", query_family, "only this family");
-  query->add_option("--problem", query_problem, "only this problem key (as printed)");
+  query->add_option("--problem", query_problem,
+                    "only this problem key, in any order of its fields (checked, and matched as "
+                    "'ktune query' prints it)");
   query->add_flag("--all", query_all,
                   "every evaluated candidate with its status, not only the best");
   query->add_flag("--json", query_json, "print JSON instead of a table");
+  query->footer(kExitCodes);
 
   std::string check_arch = "sm_90", check_family;
   unsigned check_jobs = 0;
@@ -213,10 +370,14 @@ int main(int argc, char** argv) {
       app.add_subcommand("check",
                          "compile every variant of every family for an architecture with NVRTC "
                          "(no GPU needed); report registers and spills; exit 1 on any failure");
-  check->add_option("--arch", check_arch, "target architecture, e.g. sm_90")->capture_default_str();
+  check->add_option("--arch", check_arch, "target architecture, e.g. sm_90 (one NVRTC supports)")
+      ->capture_default_str();
   check->add_option("--family", check_family, "only this family");
-  check->add_option("--jobs", check_jobs, "compile threads (0: one per core)");
+  check->add_option("--jobs", check_jobs, "compile threads (0: one per core)")
+      ->check(integer_in(0, 1024))
+      ->capture_default_str();
   check->add_flag("--verbose,-v", check_verbose, "one line per kernel");
+  check->add_flag("--quiet,-q", common.quiet, "no progress lines on stderr");
   bool check_exhaustive = false;
   check->add_flag("--exhaustive", check_exhaustive,
                   "compile the whole space; by default a family with a large space (gemm) "
@@ -229,8 +390,9 @@ int main(int argc, char** argv) {
   add_common(report, common, false);
   report->add_option("run", report_run, "run id (printed by ktune tune; ktune query --all --json)")
       ->required()
-      ->check(CLI::PositiveNumber);
-  report->add_option("-o,--output", report_output, "SVG file to write (default: run-<id>.svg)");
+      ->check(integer_in(1, std::numeric_limits<std::int64_t>::max()));
+  report->add_option("-o,--output", report_output,
+                     "SVG file to write (default: run-<id>.svg; '-' for stdout)");
 
   std::int64_t replay_run = 0;
   std::size_t replay_seeds = 30, replay_lag = 32;
@@ -243,23 +405,23 @@ int main(int argc, char** argv) {
   add_common(strategies, common, false);
   strategies->add_option("--replay", replay_run, "run id (ktune query --all lists runs' rows)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_in(1, std::numeric_limits<std::int64_t>::max()));
   strategies->add_option("--seeds", replay_seeds, "seeds per strategy and budget")
-      ->check(CLI::Range(1, 10000))
+      ->check(integer_in(1, 10000))
       ->capture_default_str();
   strategies->add_option("--budgets", replay_budgets, "evaluation budgets")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(integer_in(1, 1'000'000))
       ->capture_default_str();
   strategies
       ->add_option("--lag", replay_lag,
                    "proposals in flight before the first result returns (the compile "
                    "pipeline's window: 2 per compile thread)")
-      ->check(CLI::Range(1, 1024))
+      ->check(integer_in(1, 1024))
       ->capture_default_str();
   strategies->add_option("--csv", replay_csv, "also write the table to this CSV file");
 
-  std::string explain_family, explain_problem;
+  std::string explain_family, explain_problem, explain_gpu, explain_arch;
   auto* explain =
       app.add_subcommand("explain", "which configuration a problem gets, from which lookup step");
   add_common(explain, common);
@@ -268,38 +430,63 @@ int main(int argc, char** argv) {
       ->add_option("problem", explain_problem,
                    "problem key, e.g. 'align=16;dtype=f32;n=1048576;op=copy'")
       ->required();
+  auto* explain_gpu_opt = explain->add_option(
+      "--gpu", explain_gpu,
+      "answer for this GPU by name, as the database knows it (e.g. 'NVIDIA H200'), without a "
+      "GPU here");
+  auto* explain_arch_opt = explain->add_option(
+      "--arch", explain_arch,
+      "answer for a GPU of this architecture (e.g. sm_90) without a GPU here: the best of the "
+      "same architecture, else the default");
+  explain_gpu_opt->excludes(explain_arch_opt)->excludes("--device");
+  explain_arch_opt->excludes("--device");
+  explain->footer(kExitCodes);
 
-  std::string bench_family, bench_n = "256M", bench_csv;
+  // ktune bench FAMILY: one subcommand per family, each with the options that apply to it.
+  std::string bench_n = "256M", bench_csv;
   int bench_repeats = 30;
+  std::string bench_dtype = "all", bench_shape, bench_op = "nn";
   auto* bench =
       app.add_subcommand("bench",
                          "time the runtime's tuned kernels against the anchors in the same run "
                          "(cudaMemcpy for elementwise, cuBLAS for gemm, CUB for histogram)");
-  add_common(bench, common);
-  bench
-      ->add_option("family", bench_family,
-                   "family to benchmark, or 'runtime': the first call of a tuned problem in a new "
-                   "process and the host time of a repeated call against a raw cuLaunchKernel")
-      ->required()
-      ->check(CLI::IsMember({"elementwise", "gemm", "histogram", "runtime"}));
-  bench
+  bench->require_subcommand(1);
+  auto add_bench = [&](const char* name, const char* help, bool with_repeats = true) {
+    auto* cmd = bench->add_subcommand(name, help);
+    add_common(cmd, common);
+    cmd->add_option("--csv", bench_csv, "also write the rows to this CSV file");
+    if (with_repeats)
+      cmd->add_option("--repeats", bench_repeats, "timed runs per row")
+          ->check(integer_in(20, 100000))
+          ->capture_default_str();
+    cmd->footer(kExitCodes);
+    return cmd;
+  };
+  auto* bench_ew = add_bench("elementwise", "copy and add against cudaMemcpy");
+  bench_ew
       ->add_option("--n", bench_n,
-                   "elementwise: elements of f32 per array (default 256M = 1 GiB); histogram "
-                   "uses its fixed sizes (1 GiB and 16 MiB)")
+                   "elements of f32 per array; K, M, G suffixes are powers of 2 (default 256M = "
+                   "1 GiB)")
       ->capture_default_str();
-  std::string bench_dtype = "all", bench_shape, bench_op = "nn";
-  bench->add_option("--shape", bench_shape,
-                    "gemm: one MxNxK shape instead of the suite (with --op)");
-  bench->add_option("--op", bench_op, "gemm with --shape: nn, nt, tn or tt")
+  auto* bench_hist = add_bench(
+      "histogram", "byte and float histograms against CUB HistogramEven (1 GiB and 16 MiB)");
+  auto* bench_gemm =
+      add_bench("gemm",
+                "the GEMM suite (or one --shape) against cuBLAS, and f64 against cuBLASLt on the "
+                "FP64 FMA units");
+  bench_gemm->add_option("--shape", bench_shape,
+                         "one MxNxK shape instead of the suite (with --op)");
+  bench_gemm->add_option("--op", bench_op, "with --shape: nn, nt, tn or tt")
       ->check(CLI::IsMember({"nn", "nt", "tn", "tt"}))
       ->capture_default_str();
-  bench->add_option("--dtype", bench_dtype, "gemm: f32, f64 or all")
+  bench_gemm->add_option("--dtype", bench_dtype, "f32, f64 or all")
       ->check(CLI::IsMember({"f32", "f64", "all"}))
       ->capture_default_str();
-  bench->add_option("--csv", bench_csv, "also write the rows to this CSV file");
-  bench->add_option("--repeats", bench_repeats, "timed runs per row")
-      ->check(CLI::Range(20, 100000))
-      ->capture_default_str();
+  auto* bench_rt = add_bench(
+      "runtime",
+      "the first call of a tuned problem in a new process and the host time of a repeated "
+      "call against a raw cuLaunchKernel",
+      false);
 
   // ktune db: moving results between machines; binaries never travel (code from elsewhere).
   // Short descriptions for the command list; what each does in detail goes in its own --help.
@@ -320,13 +507,16 @@ int main(int argc, char** argv) {
                  "only the best result per device and problem (what lookups answer with; "
                  "the form of the shipped presets)")
       ->excludes("--all");
-  db_export->add_option("-o,--output", db_output, "write to this file instead of stdout");
+  db_export->add_option("-o,--output", db_output,
+                        "write to this file instead of stdout (replaced whole, or left as it was "
+                        "if the export fails)");
   db_export->footer(db_footer(
       "Each result carries its device (name, compute capability, SMs), family, template hash,\n"
       "problem, configuration (as text and as parameters), status, min/median/max time, repeats,\n"
       "metric, origin and source, tool and NVRTC versions, and when it was measured; never a\n"
       "compiled binary. By default the ok results of the current templates (what a lookup can\n"
-      "use); this is the format of the shipped presets (db/presets/)."));
+      "use); this is the format of the shipped presets (db/presets/). Without a database file,\n"
+      "the shipped results are exported."));
   auto* db_import =
       db_cmd->add_subcommand("import", "import a JSON export, every entry checked first");
   add_common(db_import, common, false);
@@ -337,22 +527,25 @@ int main(int argc, char** argv) {
   db_import->footer(db_footer(
       "Every entry is checked before anything is written: format and version, the type and size\n"
       "of every field, the family, the problem, the configuration against the family's parameter\n"
-      "space and its constraints on the entry's device. If one fails, nothing is written and the\n"
-      "message names the entry and field, e.g. results[3].config. Entries of another template\n"
-      "version are skipped (lookups would ignore them). Per key (device, family, template,\n"
-      "problem, configuration) the better row stays: your own results over shipped ones, ok over\n"
-      "failed, then the lower median time. Imported rows record the file they came from."));
+      "space and its constraints on the entry's device. If one fails, nothing is written (no\n"
+      "database is created) and the message names the entry and field, e.g. results[3].config.\n"
+      "Entries of another template version are skipped (lookups would ignore them). Per key\n"
+      "(device, family, template, problem, configuration) the better row stays: your own\n"
+      "results over shipped ones, ok over failed, then the lower median time. Imported rows\n"
+      "record the file they came from."));
   auto* db_merge =
       db_cmd->add_subcommand("merge", "merge another ktune database, keeping the better results");
   add_common(db_merge, common, false);
   db_merge->add_option("other", db_other, "the other database file")->required();
   db_merge->footer(db_footer(
       "The other file is opened read-only and its binaries are never taken (a binary from\n"
-      "elsewhere is code from elsewhere); every row is checked like an import, devices are\n"
-      "matched by name, compute capability and SM count. Per key the better row stays: your own\n"
-      "results over shipped ones, ok over failed, then the lower median time; rows taken record\n"
-      "the file they came from. Results of another template version and rows still in flight\n"
-      "are skipped. All rows are written in one transaction."));
+      "elsewhere is code from elsewhere); it must be a ktune database (no views or triggers)\n"
+      "within the limits of an import, and every row is checked like an import before this\n"
+      "database is opened. Devices are matched by name, compute capability and SM count. Per\n"
+      "key the better row stays: your own results over shipped ones, ok over failed, then the\n"
+      "lower median time; rows taken record the file they came from. Results of another\n"
+      "template version and rows still in flight are skipped. All rows are written in one\n"
+      "transaction."));
   auto* db_prune = db_cmd->add_subcommand("prune", "delete what the database no longer needs");
   add_common(db_prune, common, false);
   db_prune->add_flag("--stale", db_stale,
@@ -366,8 +559,21 @@ int main(int argc, char** argv) {
       "the schema version and counts of devices, results (ok, stale, in flight), runs and cached\n"
       "binaries. A damaged file exits 4 with the first problems found."));
 
+  const char* const kCommands =
+      "devices, tune, query, check, explain, bench, strategies, report, db";
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty())
+      throw CLI::ParseError(std::string("a command is required (") + kCommands + ")",
+                            CLI::ExitCodes::RequiredError);
+    // The family and problem of a replay are the recorded run's: a family given too would be
+    // ignored.
+    if (!tune.replay_from.empty() && !tune_cmd->get_subcommands().empty())
+      throw CLI::ParseError(
+          "--replay-from: the family and problem come from the recorded run; "
+          "leave out '" +
+              tune_cmd->get_subcommands().front()->get_name() + "' and its options",
+          CLI::ExitCodes::ExcludesError);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -376,20 +582,30 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
-    // A misspelt command reaches CLI11 as a missing subcommand; name the word the user typed.
+    // A misspelt command reaches CLI11 as an extra argument; name the word the user typed.
     if (argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty())
-      message = "unknown command '" + std::string(argv[1]) +
-                "' (devices, tune, query, check, explain, bench, strategies, report, db)";
+      message = "unknown command '" + std::string(argv[1]) + "' (" + kCommands + ")";
     else if (db_cmd->parsed() && db_cmd->get_subcommands().empty())
       message = "db: " + message + " (export, import, merge, prune, check)";
+    else if (bench->parsed() && bench->get_subcommands().empty()) {
+      // The word after `bench` that is no option: the family the user meant.
+      std::string word;
+      for (int i = 1; i + 1 < argc; ++i)
+        if (std::string(argv[i]) == "bench" && argv[i + 1][0] != '-') word = argv[i + 1];
+      message = word.empty() ? "bench: which family? (elementwise, gemm, histogram, runtime)"
+                             : "bench: unknown family '" + word +
+                                   "' (elementwise, gemm, histogram, runtime)";
+    }
     std::cerr << "ktune: " << message
               << "\nRun 'ktune --help' (or 'ktune <command> --help') for usage.\n";
     return kExitUsage;
   }
 
+  int code = kExitUsage;
   try {
-    if (devices->parsed()) return cmd_devices(common);
-    if (tune_cmd->parsed()) {
+    if (devices->parsed()) {
+      code = cmd_devices(common);
+    } else if (tune_cmd->parsed()) {
       if (tune_ew->parsed()) {
         problem.family = "elementwise";
       } else if (tune_hist->parsed()) {
@@ -401,26 +617,40 @@ int main(int argc, char** argv) {
       } else {
         tune.defaults = true;
       }
-      return cmd_tune(common, problem, tune);
+      code = cmd_tune(common, problem, tune);
+    } else if (query->parsed()) {
+      code = cmd_query(common, query_family, query_problem, query_all, query_json);
+    } else if (check->parsed()) {
+      code = cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive,
+                       common.quiet);
+    } else if (explain->parsed()) {
+      code = cmd_explain(common, explain_family, explain_problem, explain_gpu, explain_arch);
+    } else if (report->parsed()) {
+      code = cmd_report(common, report_run, report_output);
+    } else if (strategies->parsed()) {
+      code =
+          cmd_strategies(common, replay_run, replay_seeds, replay_budgets, replay_lag, replay_csv);
+    } else if (bench_rt->parsed()) {
+      code = cmd_bench_runtime(common, bench_csv);
+    } else if (bench_ew->parsed() || bench_hist->parsed() || bench_gemm->parsed()) {
+      const std::string family = bench_ew->parsed()     ? "elementwise"
+                                 : bench_hist->parsed() ? "histogram"
+                                                        : "gemm";
+      code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,
+                       bench_op);
+    } else if (db_export->parsed()) {
+      code = cmd_db_export(common, db_family, db_all, db_best, db_output);
+    } else if (db_import->parsed()) {
+      code = cmd_db_import(common, db_file, db_shipped);
+    } else if (db_merge->parsed()) {
+      code = cmd_db_merge(common, db_other);
+    } else if (db_prune->parsed()) {
+      code = cmd_db_prune(common, db_stale);
+    } else if (db_check->parsed()) {
+      code = cmd_db_check(common);
     }
-    if (query->parsed())
-      return cmd_query(common, query_family, query_problem, query_all, query_json);
-    if (check->parsed())
-      return cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive);
-    if (explain->parsed()) return cmd_explain(common, explain_family, explain_problem);
-    if (report->parsed()) return cmd_report(common, report_run, report_output);
-    if (strategies->parsed())
-      return cmd_strategies(common, replay_run, replay_seeds, replay_budgets, replay_lag,
-                            replay_csv);
-    if (bench->parsed() && bench_family == "runtime") return cmd_bench_runtime(common, bench_csv);
-    if (bench->parsed())
-      return cmd_bench(common, bench_family, bench_n, bench_csv, bench_repeats, bench_dtype,
-                       bench_shape, bench_op);
-    if (db_export->parsed()) return cmd_db_export(common, db_family, db_all, db_best, db_output);
-    if (db_import->parsed()) return cmd_db_import(common, db_file, db_shipped);
-    if (db_merge->parsed()) return cmd_db_merge(common, db_other);
-    if (db_prune->parsed()) return cmd_db_prune(common, db_stale);
-    if (db_check->parsed()) return cmd_db_check(common);
+    // What was written to stdout must have arrived (a full disk, a closed terminal).
+    check_stdout("ktune");
   } catch (const ktune::Error& e) {
     std::cerr << "ktune: " << e.what() << "\n";
     if (!e.details().empty()) std::cerr << e.details() << "\n";
@@ -439,5 +669,5 @@ int main(int argc, char** argv) {
     std::cerr << "ktune: " << e.what() << "\n";
     return kExitError;
   }
-  return kExitUsage;
+  return code;
 }

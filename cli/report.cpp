@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "db/database.hpp"
 #include "ktune/error.hpp"
@@ -32,11 +33,20 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -54,9 +64,8 @@ double tick_step(double span, int n) {
 
 // One panel: every ok candidate as a dot, the best so far as a step line.
 void panel(std::ostream& svg, double left, double top, double width, double height,
-           const std::string& x_label, const std::string& y_label,
-           const std::vector<Point>& dots, const std::vector<Point>& best, double x_max,
-           double y_max) {
+           const std::string& x_label, const std::string& y_label, const std::vector<Point>& dots,
+           const std::vector<Point>& best, double x_max, double y_max) {
   const double x_span = x_max > 0 ? x_max : 1, y_span = y_max > 0 ? y_max * 1.05 : 1;
   auto px = [&](double x) { return left + width * x / x_span; };
   auto py = [&](double y) { return top + height - height * y / y_span; };
@@ -65,8 +74,8 @@ void panel(std::ostream& svg, double left, double top, double width, double heig
   const double xs = tick_step(x_span, 6), ys = tick_step(y_span, 5);
   for (double x = 0; x <= x_span + 1e-9; x += xs)
     svg << "<line x1='" << px(x) << "' y1='" << top + height << "' x2='" << px(x) << "' y2='"
-        << top + height + 4 << "' stroke='#888'/><text x='" << px(x) << "' y='"
-        << top + height + 16 << "' text-anchor='middle'>" << num(x) << "</text>\n";
+        << top + height + 4 << "' stroke='#888'/><text x='" << px(x) << "' y='" << top + height + 16
+        << "' text-anchor='middle'>" << num(x) << "</text>\n";
   for (double y = 0; y <= y_span + 1e-9; y += ys)
     svg << "<line x1='" << left << "' y1='" << py(y) << "' x2='" << left + width << "' y2='"
         << py(y) << "' stroke='#eee'/><text x='" << left - 6 << "' y='" << py(y) + 4
@@ -144,9 +153,9 @@ int cmd_report(const Common& common, std::int64_t run_id, const std::string& out
          "fill='white'/>\n";
   svg << "<text x='20' y='22' font-size='14'>" << xml_escape(run->family + " " + run->problem)
       << "</text>\n<text x='20' y='40'>run " << run_id << ", " << xml_escape(run->strategy)
-      << " (seed " << run->seed << "), " << rows.size() << " evaluations, "
-      << statuses[status::kOk] << " ok; best " << num(best) << ' ' << xml_escape(unit)
-      << "</text>\n<text x='" << w - 20 << "' y='40' text-anchor='end'><tspan fill='#c33'>"
+      << " (seed " << run->seed << "), " << rows.size() << " evaluations, " << statuses[status::kOk]
+      << " ok; best " << num(best) << ' ' << xml_escape(unit) << "</text>\n<text x='" << w - 20
+      << "' y='40' text-anchor='end'><tspan fill='#c33'>"
       << "line: best so far</tspan>  <tspan fill='#79a'>dots: every ok candidate</tspan></text>\n";
   const std::string y_label = unit.empty() ? "metric" : unit;
   panel(svg, 80, 60, 360, 270, "evaluations", y_label, by_eval_dots, by_eval_best,
@@ -154,24 +163,24 @@ int cmd_report(const Common& common, std::int64_t run_id, const std::string& out
   panel(svg, 560, 60, 360, 270, start ? "seconds since the run started" : "seconds (unknown)",
         y_label, by_time_dots, by_time_best, last_t, best);
   svg << "</svg>\n";
-  std::ofstream out(path);
-  if (!out || !(out << svg.str()))
-    throw Error(ErrorCode::kInvalidArgument, "report: cannot write " + path);
+  write_output(path, svg.str(), "-o", {common.resolved_db()});
 
   Table t({"run", "value"});
   t.add({"problem", run->family + " " + run->problem});
   t.add({"strategy", run->strategy + " (seed " + std::to_string(run->seed) + "), " + run->budget});
   t.add({"status", run->status + ", started " + run->started_at});
   std::string counts;
-  for (const auto& [s, c] : statuses) counts += (counts.empty() ? "" : ", ") + std::to_string(c) + " " + s;
+  for (const auto& [s, c] : statuses)
+    counts += (counts.empty() ? "" : ", ") + std::to_string(c) + " " + s;
   t.add({"evaluations", std::to_string(rows.size()) + (counts.empty() ? "" : " (" + counts + ")")});
   t.add({"best", best > 0 ? num(best) + " " + unit + "  " + best_config : "-"});
   if (n_97)
-    t.add({"within 3% of it", "after " + std::to_string(n_97) + " evaluations, " +
-                                  num(t_97) + " s"});
+    t.add(
+        {"within 3% of it", "after " + std::to_string(n_97) + " evaluations, " + num(t_97) + " s"});
   t.add({"wall time", num(last_t) + " s to the last row"});
   t.add({"plot", path});
   t.print(std::cout);
+  check_stdout("report");
   return kExitOk;
 }
 

@@ -5,10 +5,16 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -100,6 +106,14 @@ ALTER TABLE runs ADD COLUMN gpu_ordinal INTEGER;
 ALTER TABLE runs ADD COLUMN gpu_uuid TEXT;
 ALTER TABLE runs ADD COLUMN host TEXT;
 ALTER TABLE runs ADD COLUMN pid INTEGER;
+)sql",
+    // v4: which shipped presets (by the digest of their text) the database has loaded, so that an
+    // upgraded ktune brings its newer presets into an existing database at the next open.
+    R"sql(
+CREATE TABLE shipped_presets(
+  name TEXT PRIMARY KEY,
+  digest TEXT NOT NULL,
+  loaded_at TEXT NOT NULL);
 )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::kSchemaVersion);
@@ -217,10 +231,79 @@ std::string database_default_path() {
   return "ktune-tuning.db";
 }
 
+namespace {
+
+// What a path is when it is not a regular file, for the message refusing it.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// A path as an SQLite URI (file:...), every byte outside the unreserved set percent-encoded.
+std::string file_uri(const std::string& path) {
+  static const char* const kHex = "0123456789ABCDEF";
+  std::string uri = "file:";
+  for (unsigned char c : fs::absolute(path).string()) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 15];
+    }
+  }
+  return uri;
+}
+
+bool folder_writable(const std::string& path) {
+  fs::path parent = fs::absolute(path).parent_path();
+  return ::access(parent.c_str(), W_OK) == 0;
+}
+
+// One notice per process about a network filesystem: a tuning run opens its database per GPU.
+std::atomic<bool> g_network_notice_given{false};
+
+}  // namespace
+
+std::string network_filesystem(const std::string& folder) {
+  struct statfs s {};
+  if (::statfs(folder.c_str(), &s) != 0) return {};
+  switch (static_cast<std::uint32_t>(s.f_type)) {
+    case 0x6969u:
+      return "NFS";
+    case 0xFF534D42u:
+      return "CIFS";
+    case 0xFE534D42u:
+      return "SMB2";
+    case 0x517Bu:
+      return "SMB";
+    case 0x0BD00BD0u:
+      return "Lustre";
+    case 0x47504653u:
+      return "GPFS";
+    case 0x19830326u:
+      return "BeeGFS";
+    case 0x00C36400u:
+      return "CephFS";
+    case 0x5346414Fu:
+      return "AFS";
+    case 0x01021997u:
+      return "9P";
+    default:
+      return {};
+  }
+}
+
 void Database::fail(const std::string& what, const std::exception& e) const {
   std::string message = "database " + path_ + ": " + what + ": " + e.what();
   if (const auto* se = dynamic_cast<const SQLite::Exception*>(&e)) {
     int code = se->getErrorCode() & 0xff;
+    // The operating system's reason behind an I/O error, where SQLite kept it.
+    const int os_error = db_ ? sqlite3_system_errno(db_->getHandle()) : 0;
     if (code == SQLITE_NOTADB)
       message = "database " + path_ + ": the file is not a SQLite database";
     else if (code == SQLITE_CORRUPT)
@@ -230,12 +313,16 @@ void Database::fail(const std::string& what, const std::exception& e) const {
                 std::to_string(kBusyTimeoutMs / 1000) + " s (" + what + ")";
     else if (code == SQLITE_READONLY)
       message = "database " + path_ + ": cannot write (read-only file or directory) while " + what;
-    else if (code == SQLITE_FULL)
-      message = "database " + path_ + ": disk full while " + what;
+    else if (code == SQLITE_FULL || os_error == ENOSPC || os_error == EDQUOT)
+      message = "database " + path_ + ": disk full while " + what +
+                (os_error == EDQUOT ? " (disk quota exceeded)" : "");
+    else if (os_error == EFBIG)
+      message = "database " + path_ + ": file size limit exceeded (ulimit -f) while " + what;
     else if (code == SQLITE_CANTOPEN)
       message = "database " + path_ + ": cannot open the file (" + e.what() + ")";
     else if (code == SQLITE_IOERR)
-      message = "database " + path_ + ": I/O error while " + what + " (" + e.what() + ")";
+      message = "database " + path_ + ": I/O error while " + what + " (" + e.what() +
+                (os_error ? std::string(": ") + std::strerror(os_error) : std::string()) + ")";
   }
   throw Error(ErrorCode::kDatabase, message);
 }
@@ -243,26 +330,16 @@ void Database::fail(const std::string& what, const std::exception& e) const {
 Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode) {
   if (path.empty()) throw Error(ErrorCode::kInvalidArgument, "database: empty path");
   try {
-    if (mode == Mode::kReadWrite) {
-      fs::path parent = fs::path(path).parent_path();
-      std::error_code ec;
-      if (!parent.empty()) fs::create_directories(parent, ec);
-      if (ec)
-        throw Error(ErrorCode::kDatabase, "database " + path + ": cannot create directory " +
-                                              parent.string() + ": " + ec.message());
-    } else if (!fs::exists(path)) {
-      throw Error(ErrorCode::kDatabase, "database " + path + ": no such file");
-    }
-    int flags = mode == Mode::kReadWrite ? (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)
-                                         : SQLite::OPEN_READONLY;
-    db_ = std::make_unique<SQLite::Database>(path, flags | SQLite::OPEN_FULLMUTEX, kBusyTimeoutMs);
-    // Reading the header validates the file: a non-database fails here, not mid-run.
-    db_->exec("SELECT count(*) FROM sqlite_master");
-    if (mode == Mode::kReadWrite) {
-      db_->exec("PRAGMA journal_mode=WAL");
-      db_->exec("PRAGMA synchronous=NORMAL");
+    if (mode == Mode::kMemory) {
+      db_ = std::make_unique<SQLite::Database>(
+          ":memory:", SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_FULLMUTEX);
       db_->exec("PRAGMA foreign_keys=ON");
+    } else {
+      open_file();
     }
+    check_identity();  // before anything is written: a refused file stays as it was
+    if (mode == Mode::kReadWrite) choose_journal();
+    if (mode == Mode::kReadWrite) db_->exec("PRAGMA foreign_keys=ON");
     migrate();
   } catch (const Error&) {
     throw;
@@ -271,46 +348,173 @@ Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode
   }
 }
 
+void Database::open_file() {
+  // Anything but a regular file is refused before SQLite sees it: opening a FIFO blocks until
+  // a writer comes, a device is no database. stat() follows links, as SQLite's open does.
+  struct stat st {};
+  const bool exists = ::stat(path_.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode))
+    throw Error(ErrorCode::kDatabase,
+                "database " + path_ + ": is " + file_kind(st.st_mode) + ", not a database file");
+  if (!exists && errno != ENOENT)
+    throw Error(ErrorCode::kDatabase,
+                "database " + path_ + ": cannot reach the file: " + std::strerror(errno));
+  if (mode_ == Mode::kReadWrite) {
+    fs::path parent = fs::path(path_).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (ec)
+      throw Error(ErrorCode::kDatabase, "database " + path_ + ": cannot create directory " +
+                                            parent.string() + ": " + ec.message());
+  } else if (!exists) {
+    throw Error(ErrorCode::kDatabase, "database " + path_ + ": no such file");
+  }
+  const int flags = mode_ == Mode::kReadWrite ? (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)
+                                              : SQLite::OPEN_READONLY;
+  try {
+    db_ = std::make_unique<SQLite::Database>(path_, flags | SQLite::OPEN_FULLMUTEX, kBusyTimeoutMs);
+    // Reading the header validates the file: a non-database fails here, not mid-run.
+    db_->exec("SELECT count(*) FROM sqlite_master");
+  } catch (const SQLite::Exception& e) {
+    const int code = e.getErrorCode() & 0xff;
+    // A WAL database read in a folder this process cannot write: SQLite cannot create the
+    // shared-memory file beside it. With no -wal file no writer is active, so the file is read
+    // as it stands (SQLite's immutable mode takes no locks and needs no -shm).
+    if (mode_ != Mode::kReadOnly || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) ||
+        folder_writable(path_) || fs::exists(path_ + "-wal"))
+      throw;
+    db_.reset();
+    db_ = std::make_unique<SQLite::Database>(
+        file_uri(path_) + "?immutable=1",
+        SQLite::OPEN_READONLY | SQLite::OPEN_URI | SQLite::OPEN_FULLMUTEX, kBusyTimeoutMs);
+    db_->exec("SELECT count(*) FROM sqlite_master");
+  }
+}
+
+// Refuses what ktune did not write, reading only: another application's SQLite file, a schema
+// version ktune never wrote (negative, or newer), views or triggers in place of ktune's tables
+// (a view can make every read run for ever; a trigger would run its own SQL on our writes).
+void Database::check_identity() {
+  const int version = schema_version();
+  const int app_id = db_->execAndGet("PRAGMA application_id").getInt();
+  std::vector<std::pair<std::string, std::string>> objects;  // (type, name)
+  {
+    SQLite::Statement q(*db_, "SELECT type, name FROM sqlite_master");
+    while (q.executeStep())
+      objects.emplace_back(q.getColumn(0).getString(), q.getColumn(1).getString());
+  }
+  const std::string at = "database " + path_ + ": ";
+  if (version < 0)
+    throw Error(ErrorCode::kDatabase, at + "schema version " + std::to_string(version) +
+                                          " was never written by ktune (not a ktune database, "
+                                          "or a damaged one); nothing was changed");
+  if (version > kSchemaVersion)
+    throw Error(ErrorCode::kDatabase, at + "schema version " + std::to_string(version) +
+                                          " is newer than this ktune understands (" +
+                                          std::to_string(kSchemaVersion) + "); upgrade ktune");
+  if (version == 0 && !objects.empty() && app_id != kApplicationId)
+    throw Error(ErrorCode::kDatabase,
+                at + "is a SQLite file of another application (not a ktune database)");
+  if (version > 0 && app_id != kApplicationId)
+    throw Error(ErrorCode::kDatabase, at + "not a ktune database (application id)");
+  if (version == 0 && !objects.empty())
+    throw Error(ErrorCode::kDatabase,
+                at + "has tables but no schema version (not a ktune database, or a damaged one)");
+  for (const auto& [type, name] : objects) {
+    if (type == "view" || type == "trigger")
+      throw Error(ErrorCode::kDatabase,
+                  at + "holds a " + type + " '" + name + "', which no ktune database has; refused");
+    if ((name == "devices" || name == "runs" || name == "results" || name == "binaries") &&
+        type != "table")
+      throw Error(ErrorCode::kDatabase, at + "'" + name + "' is a " + type + ", not a table");
+  }
+  if (version > 0)
+    for (const char* table : {"devices", "runs", "results", "binaries"})
+      if (std::none_of(objects.begin(), objects.end(),
+                       [&](const auto& o) { return o.first == "table" && o.second == table; }))
+        throw Error(ErrorCode::kDatabase,
+                    at + "has no table '" + table + "' (a damaged ktune database)");
+}
+
+// WAL lets readers and one writer work at once; on a network filesystem it does not work at all
+// (no shared memory between hosts), so a rollback journal is used there.
+void Database::choose_journal() {
+  std::string journal = "wal";
+  std::string why;
+  const char* forced = std::getenv("KTUNE_DB_JOURNAL");
+  if (forced && *forced) {
+    journal = forced;
+    if (journal != "wal" && journal != "delete")
+      throw Error(ErrorCode::kInvalidArgument,
+                  "$KTUNE_DB_JOURNAL: '" + journal + "' is neither 'wal' nor 'delete'");
+  } else {
+    const std::string fs_name = network_filesystem(fs::absolute(path_).parent_path().string());
+    if (!fs_name.empty()) {
+      journal = "delete";
+      why = fs_name;
+    }
+  }
+  db_->exec("PRAGMA journal_mode=" + journal);
+  db_->exec(journal == "wal" ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL");
+  if (!why.empty() && !g_network_notice_given.exchange(true))
+    notices_.push_back("database " + path_ + " is on a network filesystem (" + why +
+                       "): using a rollback journal, since SQLite's WAL does not work there");
+}
+
 Database::~Database() = default;
 
 int Database::schema_version() { return db_->execAndGet("PRAGMA user_version").getInt(); }
 
 void Database::migrate() {
   int version = schema_version();
-  int app_id = db_->execAndGet("PRAGMA application_id").getInt();
-  if (version > kSchemaVersion)
-    throw Error(ErrorCode::kDatabase, "database " + path_ + ": schema version " +
-                                          std::to_string(version) +
-                                          " is newer than this ktune understands (" +
-                                          std::to_string(kSchemaVersion) + "); upgrade ktune");
-  if (version == 0) {
-    int tables = db_->execAndGet("SELECT count(*) FROM sqlite_master").getInt();
-    if (tables > 0 && app_id != kApplicationId)
-      throw Error(
-          ErrorCode::kDatabase,
-          "database " + path_ + ": is a SQLite file of another application (not a ktune database)");
-  } else if (app_id != kApplicationId) {
-    throw Error(ErrorCode::kDatabase,
-                "database " + path_ + ": not a ktune database (application id)");
-  }
   version_ = version;
   if (version == kSchemaVersion) return;
   // An older file opened read-only is read as it is (queries fill what it lacks), so `query` and
   // `db merge` work on databases of earlier ktune versions without writing to them.
   if (mode_ == Mode::kReadOnly && version > 0) return;
   if (mode_ == Mode::kReadOnly)
-    throw Error(ErrorCode::kDatabase, "database " + path_ + ": schema version " +
-                                          std::to_string(version) +
-                                          " needs a migration, but the database is open read-only");
+    throw Error(ErrorCode::kDatabase,
+                "database " + path_ + ": is an empty file (no ktune schema), open read-only");
   SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
   // Re-read under the write lock: another process may have migrated meanwhile.
   version = schema_version();
+  if (version < 0 || version > kSchemaVersion)
+    throw Error(ErrorCode::kDatabase, "database " + path_ + ": schema version " +
+                                          std::to_string(version) + " changed while opening");
   for (int v = version; v < kSchemaVersion; ++v) db_->exec(kMigrations[v]);
   db_->exec("PRAGMA application_id=" + std::to_string(kApplicationId));
   db_->exec("PRAGMA user_version=" + std::to_string(kSchemaVersion));
   tx.commit();
   created_ = version == 0;
   version_ = kSchemaVersion;
+}
+
+std::map<std::string, std::string> Database::preset_digests() {
+  std::map<std::string, std::string> out;
+  if (version_ < 4) return out;
+  try {
+    SQLite::Statement q(*db_, "SELECT name, digest FROM shipped_presets");
+    while (q.executeStep()) out[q.getColumn(0).getString()] = q.getColumn(1).getString();
+  } catch (const std::exception& e) {
+    fail("reading the shipped presets' record", e);
+  }
+  return out;
+}
+
+void Database::record_preset(const std::string& name, const std::string& digest) {
+  try {
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement q(*db_,
+                        "INSERT OR REPLACE INTO shipped_presets(name, digest, loaded_at) "
+                        "VALUES(?,?,?)");
+    q.bind(1, name);
+    q.bind(2, digest);
+    q.bind(3, utc_now());
+    q.exec();
+    tx.commit();
+  } catch (const std::exception& e) {
+    fail("recording a shipped preset", e);
+  }
 }
 
 std::string Database::result_columns() const {
@@ -684,6 +888,24 @@ std::vector<ResultRecord> Database::results(const ResultFilter& f) {
     fail("reading results", e);
   }
   return out;
+}
+
+std::pair<std::int64_t, std::int64_t> Database::result_volume() {
+  try {
+    std::string text_columns =
+        "family, template_hash, problem, config, status, unit, message, origin, tool_version, "
+        "nvrtc_version, created_at";
+    if (version_ >= 2) text_columns += ", source";
+    std::string sum;
+    for (const auto& column : split(text_columns, ','))
+      sum += (sum.empty() ? "" : " + ") + std::string("coalesce(length(CAST(") + trim(column) +
+             " AS BLOB)), 0)";
+    SQLite::Statement q(*db_, "SELECT count(*), coalesce(sum(" + sum + "), 0) FROM results");
+    q.executeStep();
+    return {q.getColumn(0).getInt64(), q.getColumn(1).getInt64()};
+  } catch (const std::exception& e) {
+    fail("measuring the results", e);
+  }
 }
 
 std::vector<ResultRecord> Database::best_results(const std::string& family,

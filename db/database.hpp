@@ -122,12 +122,16 @@ struct ResultFilter {
 
 class Database {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
 
-  enum class Mode { kReadWrite, kReadOnly };
+  // kMemory: a private database in memory (path() is a label for messages), created empty.
+  enum class Mode { kReadWrite, kReadOnly, kMemory };
   // Opens (creating the file and its directory in read-write mode) and migrates the schema.
-  // Throws Error(kDatabase) naming the file: not a database, corrupt, newer schema, not writable.
+  // Throws Error(kDatabase) naming the file: not a regular file (a FIFO would block the open for
+  // ever), not a database, another application's, corrupt, a schema version ktune never wrote,
+  // not writable. The file's identity is checked before anything is written to it: a refused
+  // file is left exactly as it was. Read-only opens work in folders this process cannot write.
   explicit Database(const std::string& path, Mode mode = Mode::kReadWrite);
   ~Database();
   Database(const Database&) = delete;
@@ -135,9 +139,17 @@ class Database {
 
   const std::string& path() const { return path_; }
   bool read_only() const { return mode_ == Mode::kReadOnly; }
+  bool in_memory() const { return mode_ == Mode::kMemory; }
   int schema_version();
   // True when this open created the schema in an empty file (the moment to load shipped presets).
   bool created() const { return created_; }
+  // Things the user should hear about once, noted while opening (a network filesystem's journal).
+  const std::vector<std::string>& notices() const { return notices_; }
+
+  // Shipped presets this database holds, by name: the digest of the file's text when it was
+  // loaded (empty for a file of an earlier schema).
+  std::map<std::string, std::string> preset_digests();
+  void record_preset(const std::string& name, const std::string& digest);
 
   // Devices
   std::int64_t ensure_device(const DeviceInfo& info);
@@ -165,6 +177,8 @@ class Database {
                                           const std::string& template_hash,
                                           const std::string& problem);
   std::vector<ResultRecord> results(const ResultFilter& filter);
+  // How much results() of every row would read: (rows, bytes of text), without reading them.
+  std::pair<std::int64_t, std::int64_t> result_volume();
   // Best ok result per (device, family, problem) for the given template hash (all when empty).
   // The user's own results take precedence over shipped ones.
   std::vector<ResultRecord> best_results(const std::string& family,
@@ -195,6 +209,9 @@ class Database {
 
  private:
   std::vector<RunRecord> read_runs(std::int64_t id);  // id 0: every run
+  void open_file();
+  void check_identity();
+  void choose_journal();
   void migrate();
   [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
 
@@ -204,10 +221,16 @@ class Database {
   Mode mode_;
   int version_ = 0;  // schema version of the file (older than current only when read-only)
   bool created_ = false;
+  std::vector<std::string> notices_;
   std::unique_ptr<SQLite::Database> db_;
 };
 
 // $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db, else $HOME/.cache/ktune/tuning.db.
 std::string database_default_path();
+
+// The name of the network filesystem holding `folder` (NFS, CIFS, Lustre, GPFS...), or "" for a
+// local one. SQLite's WAL needs shared memory between processes, which these do not give:
+// databases there use a rollback journal. $KTUNE_DB_JOURNAL=delete or =wal overrides the choice.
+std::string network_filesystem(const std::string& folder);
 
 }  // namespace ktune

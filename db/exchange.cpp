@@ -586,10 +586,21 @@ ParsedResults parse_results(std::string_view text, const std::string& what, bool
 
 ImportSummary import_results(Database& db, std::string_view text, const std::string& what,
                              const std::string& source, bool shipped) {
-  ParsedResults parsed = parse_results(text, what, shipped);
+  return write_import(db, ImportSource{parse_results(text, what, shipped), source, shipped});
+}
+
+ImportSource read_import(const std::string& path, bool shipped) {
+  const std::string what = "import " + path;
+  const std::string text = read_document(path, what);
+  return ImportSource{parse_results(text, what, shipped),
+                      "import:" + (path == "-" ? "stdin" : absolute(path)), shipped};
+}
+
+ImportSummary write_import(Database& db, ImportSource import) {
+  ParsedResults& parsed = import.parsed;
   for (ResultRecord& r : parsed.rows) {
-    r.origin = shipped ? "shipped" : "imported";
-    r.source = source;
+    r.origin = import.shipped ? "shipped" : "imported";
+    r.source = import.source;
   }
   ImportSummary s;
   s.entries = parsed.entries;
@@ -601,40 +612,56 @@ ImportSummary import_results(Database& db, std::string_view text, const std::str
 }
 
 ImportSummary import_file(Database& db, const std::string& path, bool shipped) {
-  const std::string what = "import " + path;
-  const std::string text = read_document(path, what);
-  return import_results(db, text, what, "import:" + (path == "-" ? "stdin" : absolute(path)),
-                        shipped);
+  return write_import(db, read_import(path, shipped));
 }
 
-MergeSummary merge_database(Database& db, const std::string& other_path) {
+MergeSource read_merge_source(const std::string& other_path, const std::string& target_path) {
   const std::string what = "merge " + other_path;
   std::error_code ec;
-  if (fs::exists(other_path, ec) && fs::equivalent(db.path(), other_path, ec))
+  if (fs::exists(other_path, ec) && fs::exists(target_path, ec) &&
+      fs::equivalent(target_path, other_path, ec))
     invalid(what + ": that is the database being merged into");
-  // Errors name the file: missing, not SQLite, another application's, newer schema.
+  // Errors name the file: missing, not SQLite, another application's, newer schema, views or
+  // triggers where ktune's tables belong.
   Database other(other_path, Database::Mode::kReadOnly);
+  // The limits of an import, checked before a row is read into memory.
+  const auto [count, text_bytes] = other.result_volume();
+  if (count > static_cast<std::int64_t>(kMaxEntries))
+    invalid(what + ": " + std::to_string(count) + " results, more than the " +
+            std::to_string(kMaxEntries) + " a merge takes");
+  if (text_bytes > static_cast<std::int64_t>(kMaxDocumentBytes))
+    invalid(what + ": " + std::to_string(text_bytes >> 20) + " MiB of text in its results, more " +
+            "than the " + std::to_string(kMaxDocumentBytes >> 20) + " MiB a merge takes");
+  MergeSource out;
+  out.path = other_path;
   std::vector<ResultRecord> rows = other.results({});
-  MergeSummary s;
-  s.rows = rows.size();
+  out.summary.rows = rows.size();
   const std::string source = "merge:" + absolute(other_path);
-  std::vector<ResultRecord> to_write;
   for (ResultRecord& r : rows) {
     switch (check_row(r, what + ": result " + std::to_string(r.id))) {
       case Fate::kWrite:
         r.source = source;
-        to_write.push_back(std::move(r));
+        out.rows.push_back(std::move(r));
         break;
       case Fate::kStale:
-        ++s.stale;
+        ++out.summary.stale;
         break;
       case Fate::kInFlight:
-        ++s.in_flight;
+        ++out.summary.in_flight;
         break;
     }
   }
-  s.written = db.merge_results(to_write);
+  return out;
+}
+
+MergeSummary write_merge(Database& db, const MergeSource& source) {
+  MergeSummary s = source.summary;
+  s.written = db.merge_results(source.rows);
   return s;
+}
+
+MergeSummary merge_database(Database& db, const std::string& other_path) {
+  return write_merge(db, read_merge_source(other_path, db.path()));
 }
 
 PruneCounts prune_stale(Database& db) { return db.prune_stale(current_hashes()); }
@@ -673,9 +700,79 @@ std::vector<std::pair<std::string, std::string_view>> shipped_presets() {
   return out;
 }
 
-PresetSummary load_presets_if_new(Database& db) {
-  if (!db.created() || db.read_only()) return {};
-  return load_presets(db, shipped_presets());
+std::string preset_digest(std::string_view text) { return Hasher().add(text).hex(); }
+
+PresetSummary load_new_presets(Database& db) {
+  if (db.read_only()) return {};
+  const std::map<std::string, std::string> have = db.preset_digests();
+  std::vector<std::pair<std::string, std::string_view>> todo;
+  std::vector<std::string> digests;
+  for (const auto& [name, text] : shipped_presets()) {
+    std::string digest = preset_digest(text);
+    auto it = have.find(name);
+    if (it != have.end() && it->second == digest) continue;
+    todo.emplace_back(name, text);
+    digests.push_back(std::move(digest));
+  }
+  if (todo.empty()) return {};
+  PresetSummary s = load_presets(db, todo);
+  // Recorded whether it loaded or failed validation: this build's presets do not change, so a
+  // preset that failed would fail again at every open.
+  for (std::size_t i = 0; i < todo.size(); ++i) db.record_preset(todo[i].first, digests[i]);
+  return s;
+}
+
+std::unique_ptr<Database> open_for_writing(const std::string& path, PresetSummary* loaded) {
+  auto db = std::make_unique<Database>(path, Database::Mode::kReadWrite);
+  PresetSummary s = load_new_presets(*db);
+  if (loaded) *loaded = std::move(s);
+  return db;
+}
+
+std::unique_ptr<Database> open_for_reading(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec)) && !fs::exists(path, ec)) return shipped_database();
+  return std::make_unique<Database>(path, Database::Mode::kReadOnly);
+}
+
+std::unique_ptr<Database> open_for_runtime(const std::string& path, bool need_write,
+                                           const std::function<void(const std::string&)>& warn) {
+  auto refuse = [&](const Error& e) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("Options::tune_on_miss needs a writable database: ") + e.what());
+  };
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) {
+    try {
+      return open_for_writing(path);
+    } catch (const Error& e) {
+      if (need_write) refuse(e);
+      return shipped_database();  // e.g. a read-only cache folder: the shipped results answer
+    }
+  }
+  // Identity first, read-only: nothing can be written to a file that is refused.
+  std::unique_ptr<Database> read_only;
+  try {
+    read_only = std::make_unique<Database>(path, Database::Mode::kReadOnly);
+  } catch (const Error& e) {
+    if (need_write) refuse(e);
+    warn(std::string(e.what()) + "; using the shipped results and built-in defaults instead");
+    return shipped_database();
+  }
+  try {
+    auto db = open_for_writing(path);
+    for (const std::string& notice : db->notices()) warn(notice);
+    return db;
+  } catch (const Error& e) {
+    if (need_write) refuse(e);
+    return read_only;  // readable, not writable: its results still answer
+  }
+}
+
+std::unique_ptr<Database> shipped_database() {
+  auto db = std::make_unique<Database>("(shipped results, in memory)", Database::Mode::kMemory);
+  load_new_presets(*db);
+  return db;
 }
 
 }  // namespace ktune

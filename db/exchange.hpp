@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,13 +71,35 @@ ImportSummary import_results(Database& db, std::string_view text, const std::str
 // Error(kInvalidArgument).
 ImportSummary import_file(Database& db, const std::string& path, bool shipped);
 
+// An import in two steps, so that a command validates the whole file before it opens (and
+// perhaps creates) the database: read_import() reads and checks, write_import() writes.
+struct ImportSource {
+  ParsedResults parsed;
+  std::string source;  // "import:<absolute path>" or "import:stdin"
+  bool shipped = false;
+};
+ImportSource read_import(const std::string& path, bool shipped);
+ImportSummary write_import(Database& db, ImportSource import);
+
 struct MergeSummary {
   std::size_t rows = 0, stale = 0, in_flight = 0;
   MergeCounts written;
 };
 
-// Merges the results of another ktune database (opened read-only; never its binaries), every row
-// re-checked like an import; source "merge:<absolute path>". One transaction.
+// The rows of another ktune database, read and checked like an import, nothing written yet.
+struct MergeSource {
+  std::string path;
+  std::vector<ResultRecord> rows;  // to write, source "merge:<absolute path>"
+  MergeSummary summary;            // rows, stale, in_flight counted
+};
+
+// Opens another ktune database read-only (never its binaries), refusing one whose tables are
+// not ktune's (views, triggers), one beyond the limits of an import (rows, bytes of text), and
+// `target_path` itself; checks every row like an import. Errors name the file and the row.
+MergeSource read_merge_source(const std::string& other_path, const std::string& target_path);
+// Writes what read_merge_source() found, in one transaction.
+MergeSummary write_merge(Database& db, const MergeSource& source);
+// Both: merges the results of another ktune database into `db`.
 MergeSummary merge_database(Database& db, const std::string& other_path);
 
 // Removes results of template versions other than the current ones (and of families that no
@@ -106,7 +130,31 @@ PresetSummary load_presets(Database& db,
                            const std::vector<std::pair<std::string, std::string_view>>& presets);
 // The presets embedded at build time from db/presets/*.json.
 std::vector<std::pair<std::string, std::string_view>> shipped_presets();
-// Loads the shipped presets when this open created the database; otherwise does nothing.
-PresetSummary load_presets_if_new(Database& db);
+// Identifies a preset's text, recorded in the database when it is loaded.
+std::string preset_digest(std::string_view text);
+// Loads every shipped preset this database has not loaded in its current form: all of them into
+// a new database, and after an upgrade of ktune the presets that changed. Nothing for a
+// read-only database.
+PresetSummary load_new_presets(Database& db);
+
+// A database for a command that writes: created with its folder when missing, migrated, and
+// given the shipped presets it lacks (`loaded` says what went in). Errors name the file.
+std::unique_ptr<Database> open_for_writing(const std::string& path,
+                                           PresetSummary* loaded = nullptr);
+// A database for a command that only reads: the file read-only (never migrated or written, and
+// readable in a folder this process cannot write). When there is no file, an in-memory database
+// holding the shipped presets answers instead, and nothing is created: a fresh machine sees what
+// ktune ships.
+std::unique_ptr<Database> open_for_reading(const std::string& path);
+// The database an application's Runtime reads. Missing: created with the shipped presets; where
+// it cannot be (a read-only home), the presets from memory. Present: read-write when this
+// process can write it (migrated, newer presets loaded), else read-only. Present but unusable (not
+// a ktune database, damaged, a FIFO): never touched; `warn` hears why, and the presets from
+// memory answer. `need_write` (tune-on-miss): anything but a writable file is
+// Error(kInvalidArgument) instead.
+std::unique_ptr<Database> open_for_runtime(const std::string& path, bool need_write,
+                                           const std::function<void(const std::string&)>& warn);
+// In memory, holding the shipped presets (what a new database starts with).
+std::unique_ptr<Database> shipped_database();
 
 }  // namespace ktune

@@ -24,9 +24,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   attempt([&] { ktune::parse_config(text); });
   for (const ktune::Family* family : ktune::all_families()) {
     attempt([&] {
-      const ktune::Problem p = ktune::Problem::parse(family->name(), text);
-      family->validate(p);
+      // A key that passes validation is safe for the family's arithmetic: its default
+      // configuration and the static constraints run on it without a fault (k=-5 once divided by
+      // zero further down).
+      const ktune::Problem p = family->parse_problem(text);
       (void)p.key();
+      const ktune::DeviceLimits limits = ktune::DeviceLimits::for_arch(9, 0);
+      const ktune::Config c = family->default_config(p, limits);
+      (void)family->reject(c, p, limits);
+      (void)family->reject_prefix(c, p, limits);
+      (void)family->adapt(c, p, limits);
     });
     attempt([&] { family->check_config(family->normalize(ktune::parse_config(text))); });
   }

@@ -80,7 +80,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         if (!eligible(row)) continue;
         double d;
         try {
-          d = problem_distance(problem, Problem::parse(family.name(), row.problem));
+          d = problem_distance(problem, family.parse_problem(row.problem));
         } catch (const Error&) {
           continue;
         }

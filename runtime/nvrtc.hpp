@@ -53,6 +53,8 @@ std::vector<FunctionResources> parse_ptxas_log(std::string_view log);
 
 // "13.0"
 std::string nvrtc_version();
+// The compute capabilities this NVRTC compiles for (90 for sm_90), from nvrtcGetSupportedArchs.
+std::vector<int> nvrtc_supported_archs();
 
 // Stable key for the binary cache: hash of source, headers, names, options, arch, NVRTC version.
 std::string compile_cache_key(const CompileRequest& request);

@@ -1,5 +1,6 @@
 // ktune::Runtime: looks up, compiles once, caches and launches tuned kernels on the caller's
 // stream.
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <unordered_map>
@@ -31,6 +32,8 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "compile error";
     case ErrorCode::kDatabase:
       return "database error";
+    case ErrorCode::kIo:
+      return "I/O error";
     case ErrorCode::kUnsupported:
       return "unsupported";
     case ErrorCode::kInternal:
@@ -77,30 +80,21 @@ struct Runtime::Impl {
 
   explicit Impl(Options o) : options(std::move(o)) {
     device = std::make_unique<Device>(options.device);
+    if (options.tune_on_miss && !options.use_database)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "Options::tune_on_miss needs a writable database, and use_database is false");
     if (options.use_database)
-      db = open_database(options.database.empty() ? database_default_path() : options.database);
-    if (options.tune_on_miss && (!db || db->read_only()))
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          "Options::tune_on_miss needs a writable database, and " +
-              (options.use_database
-                   ? "'" + (options.database.empty() ? database_default_path() : options.database) +
-                         "' cannot be written"
-                   : std::string("use_database is false")));
-    kernels = std::make_unique<KernelCache>(*device, db.get());
+      db = open_for_runtime(options.database.empty() ? database_default_path() : options.database,
+                            options.tune_on_miss != nullptr,
+                            [this](const std::string& message) { warn(message); });
+    kernels = std::make_unique<KernelCache>(*device, db.get());  // read-only: binaries not stored
   }
 
-  // A database that cannot be created (read-only location) is no error: defaults serve. One that
-  // exists but is corrupt or foreign is: the user pointed us at it.
-  static std::unique_ptr<Database> open_database(const std::string& path) {
-    try {
-      auto db = std::make_unique<Database>(path, Database::Mode::kReadWrite);
-      load_presets_if_new(*db);  // first use: the shipped results answer before any tuning
-      return db;
-    } catch (const Error&) {
-      if (!std::filesystem::exists(path)) return nullptr;
-      return std::make_unique<Database>(path, Database::Mode::kReadOnly);
-    }
+  void warn(const std::string& message) const {
+    if (options.on_warning)
+      options.on_warning(message);
+    else
+      std::fprintf(stderr, "ktune: warning: %s\n", message.c_str());
   }
 
   LookupResult choose(const Family& family, const Problem& problem) {
@@ -242,6 +236,13 @@ struct Runtime::Impl {
   }
 };
 
+namespace {
+// A moved-from Runtime has no implementation: every call says so instead of crashing.
+[[noreturn]] void moved_from() {
+  throw Error(ErrorCode::kInvalidArgument, "ktune::Runtime: used after it was moved from");
+}
+}  // namespace
+
 Runtime::Runtime(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Runtime::~Runtime() = default;
 Runtime::Runtime(Runtime&&) noexcept = default;
@@ -250,71 +251,71 @@ Runtime& Runtime::operator=(Runtime&&) noexcept = default;
 void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                    float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                    float beta, float* c, std::int64_t ldc, CUstream stream) {
-  impl_->gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 4, stream);
+  impl().gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 4, stream);
 }
 void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                    double alpha, const double* a, std::int64_t lda, const double* b,
                    std::int64_t ldb, double beta, double* c, std::int64_t ldc, CUstream stream) {
-  impl_->gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 8, stream);
+  impl().gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 8, stream);
 }
 
 void Runtime::copy(float* dst, const float* src, std::size_t n, CUstream stream) {
-  impl_->elementwise<float>(ElementwiseOp::kCopy, "copy", {dst, nullptr, src, nullptr}, n, stream);
+  impl().elementwise<float>(ElementwiseOp::kCopy, "copy", {dst, nullptr, src, nullptr}, n, stream);
 }
 void Runtime::copy(double* dst, const double* src, std::size_t n, CUstream stream) {
-  impl_->elementwise<double>(ElementwiseOp::kCopy, "copy", {dst, nullptr, src, nullptr}, n, stream);
+  impl().elementwise<double>(ElementwiseOp::kCopy, "copy", {dst, nullptr, src, nullptr}, n, stream);
 }
 void Runtime::add(float* c, const float* a, const float* b, std::size_t n, CUstream stream) {
-  impl_->elementwise<float>(ElementwiseOp::kAdd, "add", {c, nullptr, a, b}, n, stream);
+  impl().elementwise<float>(ElementwiseOp::kAdd, "add", {c, nullptr, a, b}, n, stream);
 }
 void Runtime::add(double* c, const double* a, const double* b, std::size_t n, CUstream stream) {
-  impl_->elementwise<double>(ElementwiseOp::kAdd, "add", {c, nullptr, a, b}, n, stream);
+  impl().elementwise<double>(ElementwiseOp::kAdd, "add", {c, nullptr, a, b}, n, stream);
 }
 void Runtime::complex_copy(float* re_out, float* im_out, const float* re_in, const float* im_in,
                            std::size_t n, CUstream stream) {
-  impl_->elementwise<float>(ElementwiseOp::kComplexCopy, "complex_copy",
+  impl().elementwise<float>(ElementwiseOp::kComplexCopy, "complex_copy",
                             {re_out, im_out, re_in, im_in}, n, stream);
 }
 void Runtime::complex_copy(double* re_out, double* im_out, const double* re_in, const double* im_in,
                            std::size_t n, CUstream stream) {
-  impl_->elementwise<double>(ElementwiseOp::kComplexCopy, "complex_copy",
+  impl().elementwise<double>(ElementwiseOp::kComplexCopy, "complex_copy",
                              {re_out, im_out, re_in, im_in}, n, stream);
 }
 
 void Runtime::histogram(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
                         bool accumulate, CUstream stream) {
-  impl_->histogram(histogram_bytes_call(data, n, counts, accumulate), stream);
+  impl().histogram(histogram_bytes_call(data, n, counts, accumulate), stream);
 }
 void Runtime::histogram_even(const std::uint8_t* samples, std::size_t n, int bins,
                              std::uint8_t lower, std::uint8_t upper, std::uint32_t* counts,
                              bool accumulate, CUstream stream) {
-  impl_->histogram(
+  impl().histogram(
       histogram_even_call(HistogramDtype::kU8, samples, n, bins, lower, upper, counts, accumulate),
       stream);
 }
 void Runtime::histogram_even(const std::uint16_t* samples, std::size_t n, int bins,
                              std::uint16_t lower, std::uint16_t upper, std::uint32_t* counts,
                              bool accumulate, CUstream stream) {
-  impl_->histogram(
+  impl().histogram(
       histogram_even_call(HistogramDtype::kU16, samples, n, bins, lower, upper, counts, accumulate),
       stream);
 }
 void Runtime::histogram_even(const std::int32_t* samples, std::size_t n, int bins,
                              std::int32_t lower, std::int32_t upper, std::uint32_t* counts,
                              bool accumulate, CUstream stream) {
-  impl_->histogram(
+  impl().histogram(
       histogram_even_call(HistogramDtype::kI32, samples, n, bins, lower, upper, counts, accumulate),
       stream);
 }
 void Runtime::histogram_even(const float* samples, std::size_t n, int bins, float lower,
                              float upper, std::uint32_t* counts, bool accumulate, CUstream stream) {
-  impl_->histogram(histogram_even_call(samples, n, bins, lower, upper, counts, accumulate), stream);
+  impl().histogram(histogram_even_call(samples, n, bins, lower, upper, counts, accumulate), stream);
 }
 
 Choice Runtime::explain(const std::string& family_name, const std::string& problem_key) {
+  if (!impl_) moved_from();
   const Family& family = find_family(family_name);
-  Problem problem = Problem::parse(family_name, problem_key);
-  family.validate(problem);
+  const Problem problem = family.parse_problem(problem_key);
   {
     std::lock_guard lock(impl_->mutex);
     auto it = impl_->entries.find(family.name() + "|" + problem.key());
@@ -328,6 +329,17 @@ Choice Runtime::explain(const std::string& family_name, const std::string& probl
                    problem);
 }
 
-std::uint64_t Runtime::compile_count() const { return impl_->kernels->compile_count(); }
+std::uint64_t Runtime::compile_count() const { return impl().kernels->compile_count(); }
+
+std::string Runtime::database_path() const {
+  const Database* db = impl().db.get();
+  if (!db) return {};
+  return db->path() + (db->read_only() ? " (read-only)" : "");
+}
+
+Runtime::Impl& Runtime::impl() const {
+  if (!impl_) moved_from();
+  return *impl_;
+}
 
 }  // namespace ktune

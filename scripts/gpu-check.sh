@@ -40,7 +40,12 @@ for step in "${steps[@]}"; do
       "$KTUNE" devices | tee -a "$LOGS/info.log"
       ;;
     tests)
-      run_step gpu-tests "$BUILD/tests/ktune_gpu_tests" --gtest_brief=1
+      # From a copy of the build in another folder, as a build carried to a machine is: the tests
+      # find the ktune executable beside them, not at the path they were built in.
+      moved=$(mktemp -d)/moved-build
+      mkdir -p "$moved/tests"
+      cp "$BUILD/ktune" "$moved/" && cp "$BUILD/tests/ktune_gpu_tests" "$moved/tests/"
+      run_step gpu-tests "$moved/tests/ktune_gpu_tests" --gtest_brief=1
       ;;
     faults)
       # The planted-fault family through the command: every fault classified, the run completes.

@@ -68,6 +68,12 @@ Config Family::normalize(Config config) const {
   return config;
 }
 
+Problem Family::parse_problem(std::string_view key) const {
+  Problem problem = Problem::parse(name(), key);
+  validate(problem);
+  return problem;
+}
+
 void Family::check_config(const Config& config) const {
   for (const auto& p : params()) {
     auto it = config.find(p.name);

@@ -97,6 +97,10 @@ class Family {
   virtual std::unique_ptr<Workload> make_workload(const Problem& problem, const Device& device,
                                                   KernelCache& cache) const = 0;
 
+  // A problem key read from a database, a file or a caller: parsed and validated, so that no
+  // key reaches a family's arithmetic unchecked. Throws Error(kInvalidArgument).
+  Problem parse_problem(std::string_view key) const;
+
   // Template hash: a changed template (or descriptor version) makes old results stale.
   std::string template_hash() const;
   CompileRequest compile_request(const Config& config, const Problem& problem,

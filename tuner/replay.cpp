@@ -30,7 +30,17 @@ Recording load_recording(Database& db, std::int64_t run_id) {
     if (d.id == run->device_id) device = d;
   if (!device)
     throw Error(ErrorCode::kDatabase, "database " + db.path() + ": run without its device");
-  const Problem problem = Problem::parse(run->family, run->problem);
+  // A recording is data from a file: its problem key is checked like any other input before the
+  // family's arithmetic sees it (k=-5 divided by zero in the space's walk).
+  Problem problem;
+  try {
+    problem = family.parse_problem(run->problem);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kDatabase, "database " + db.path() + ": run " + std::to_string(run_id) +
+                                          " records problem '" + run->problem +
+                                          "', which is not a valid " + run->family +
+                                          " problem: " + e.what());
+  }
   Recording rec{run->family,
                 run->problem,
                 device->identity(),

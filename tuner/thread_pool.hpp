@@ -13,8 +13,10 @@ namespace ktune {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(unsigned threads);  // 0: one per hardware thread
-  ~ThreadPool();                          // finishes queued jobs, then joins
+  // 0: one per hardware thread. Throws Error(kInternal) with the system's reason when a thread
+  // cannot be started (the ones already started are joined first).
+  explicit ThreadPool(unsigned threads);
+  ~ThreadPool();  // finishes queued jobs, then joins
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -33,6 +35,7 @@ class ThreadPool {
 
  private:
   void work();
+  void stop();  // finishes queued jobs, joins every thread
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> jobs_;

@@ -21,7 +21,7 @@ class LoopMissTuner final : public MissTuner {
   void tune(int device_index, const std::string& database, const std::string& family_name,
             const std::string& problem_key) override {
     const Family& family = find_family(family_name);
-    Problem problem = Problem::parse(family_name, problem_key);
+    const Problem problem = family.parse_problem(problem_key);
     Device device(device_index);
     Database db(database);
     TuneOptions o;

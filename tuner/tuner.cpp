@@ -18,6 +18,7 @@
 #include "runtime/nvrtc.hpp"
 #include "runtime/util.hpp"
 #include "templates/family.hpp"
+#include "tuner/progress.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
 #include "tuner/strategy.hpp"
@@ -49,22 +50,21 @@ struct Pending {
   std::future<CompileOutcome> outcome;
 };
 
+// The tuning run's progress line: evaluations, best so far, elapsed time and an estimate.
 class Progress {
  public:
-  Progress(bool enabled, std::string label)
-      : enabled_(enabled && isatty(STDERR_FILENO)), label_(std::move(label)) {}
+  Progress(bool enabled, bool plain, std::string label)
+      : line_(enabled, 30, plain), label_(std::move(label)) {}
   void update(std::size_t done, std::size_t planned, const std::optional<ResultRecord>& best,
               double elapsed) {
-    if (!enabled_) return;
     std::string best_text = best ? format_metric(best->metric, best->unit) : "-";
     double eta = done ? elapsed / done * (planned - std::min(done, planned)) : 0;
-    std::fprintf(stderr, "\r\033[K%s  [%zu/%zu]  best %s  elapsed %.0fs  ETA %.0fs", label_.c_str(),
-                 done, planned, best_text.c_str(), elapsed, eta);
-    std::fflush(stderr);
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "%s  [%zu/%zu]  best %s  elapsed %.0fs  ETA %.0fs",
+                  label_.c_str(), done, planned, best_text.c_str(), elapsed, eta);
+    line_.update(buf);
   }
-  void finish() {
-    if (enabled_) std::fprintf(stderr, "\r\033[K");
-  }
+  void finish() { line_.finish(); }
   static std::string format_metric(double v, const std::string& unit) {
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%.4g %s", v, unit.c_str());
@@ -72,7 +72,7 @@ class Progress {
   }
 
  private:
-  bool enabled_;
+  ProgressLine line_;
   std::string label_;
 };
 
@@ -243,7 +243,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       if (!earlier && (r.problem == key || r.template_hash != hash)) continue;
       try {
         const double distance =
-            earlier ? -1.0 : problem_distance(problem, Problem::parse(family.name(), r.problem));
+            earlier ? -1.0 : problem_distance(problem, family.parse_problem(r.problem));
         if (!std::isfinite(distance)) continue;
         Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
         const std::size_t i = space.index_of(to_string(c));
@@ -321,28 +321,29 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         continue;
       }
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);
-      queue.push_back({*next, pool.submit([request = std::move(request), &compile_seconds,
-                                           &compiled] {
-                         CompileOutcome out;
-                         out.key = compile_cache_key(request);
-                         auto t0 = Clock::now();
-                         try {
-                           out.result = compile(request);
-                         } catch (const Error& e) {
-                           out.error = e.what();
-                           out.details = e.details();
-                         }
-                         ++compiled;
-                         double s = seconds_since(t0);
-                         double cur = compile_seconds.load();
-                         while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
-                         }
-                         return out;
-                       })});
+      queue.push_back(
+          {*next, pool.submit([request = std::move(request), &compile_seconds, &compiled] {
+             CompileOutcome out;
+             out.key = compile_cache_key(request);
+             auto t0 = Clock::now();
+             try {
+               out.result = compile(request);
+             } catch (const Error& e) {
+               out.error = e.what();
+               out.details = e.details();
+             }
+             ++compiled;
+             double s = seconds_since(t0);
+             double cur = compile_seconds.load();
+             while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
+             }
+             return out;
+           })});
     }
   };
 
-  Progress progress(options.progress, family.name() + " " + key);
+  Progress progress(options.progress, options.progress_plain,
+                    options.progress_label + family.name() + " " + key);
   std::optional<ResultRecord> best_this_run;
   std::size_t since_improvement = 0;  // evaluations since the best of this run last improved
   summary.stop_reason = "space exhausted";
@@ -428,8 +429,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     if (queue.empty() && proposed >= planned && planned < remaining)
       summary.stop_reason = "evaluation budget";
     if (options.patience > 0 && since_improvement >= options.patience) {
-      summary.stop_reason = "no improvement in " + std::to_string(options.patience) +
-                            " evaluations";
+      summary.stop_reason =
+          "no improvement in " + std::to_string(options.patience) + " evaluations";
       break;
     }
   }

@@ -39,13 +39,17 @@ struct WorkerOptions {
 struct TuneOptions {
   std::string strategy = "auto";  // auto: exhaustive when the space fits the budget, else model
   std::uint64_t seed = 1;
-  std::size_t max_evals = 400;   // 0: no limit
-  double max_seconds = 0;        // 0: no limit
+  std::size_t max_evals = 400;  // 0: no limit
+  double max_seconds = 0;       // 0: no limit
   // Stop after this many evaluations in a row without a new best 0.5% faster (0: no limit).
   std::size_t patience = 0;
   unsigned compile_threads = 0;  // 0: one per hardware thread
   TimingOptions timing;
-  bool progress = true;            // a progress line on stderr when it is a terminal
+  // A progress line on stderr: redrawn on a terminal, a plain line every 30 s in a log.
+  bool progress = true;
+  // Plain lines even on a terminal (several GPUs tune at once), each starting with the label.
+  bool progress_plain = false;
+  std::string progress_label;      // e.g. "[GPU 1] "
   std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
   SearchSpace::Only only;          // parameters held to some of their values
   WorkerOptions worker;
@@ -64,8 +68,8 @@ struct TuneSummary {
   int crashed_recovered = 0;  // rows left in flight by a killed run, now marked crashed
   std::string stop_reason;    // space exhausted, evaluation budget, time budget, context lost
   double seconds = 0;
-  double compile_seconds = 0;        // summed over compile threads
-  std::size_t compiled = 0;          // NVRTC compiles (candidates proposed, run or not)
+  double compile_seconds = 0;  // summed over compile threads
+  std::size_t compiled = 0;    // NVRTC compiles (candidates proposed, run or not)
   std::size_t compile_threads = 0;
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
   int worker_restarts = 0;           // workers replaced after a fault or a timeout

@@ -34,12 +34,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 enum class Msg : std::uint32_t {
-  kInit = 1,      // parent -> worker: what to measure and where
-  kMeasure = 2,   // parent -> worker: one compiled candidate
-  kReady = 10,    // worker -> parent: context and buffers made
-  kPhase = 11,    // worker -> parent: EvalPhase and its launches
-  kResult = 12,   // worker -> parent: the Measurement
-  kFailed = 13,   // worker -> parent: an error that is not the candidate's (code, message)
+  kInit = 1,     // parent -> worker: what to measure and where
+  kMeasure = 2,  // parent -> worker: one compiled candidate
+  kReady = 10,   // worker -> parent: context and buffers made
+  kPhase = 11,   // worker -> parent: EvalPhase and its launches
+  kResult = 12,  // worker -> parent: the Measurement
+  kFailed = 13,  // worker -> parent: an error that is not the candidate's (code, message)
 };
 
 // A frame's payload, written and read in order: integers as 8 bytes, strings length-prefixed.
@@ -237,8 +237,8 @@ class WorkerRunner final : public CandidateRunner {
           const auto p = static_cast<EvalPhase>(r.u64());
           const auto launches = static_cast<int>(r.u64());
           phase = phase_name(p);
-          limit = p == EvalPhase::kVerify ? options_.worker.setup_s : launch_limit() * launches +
-                                                                         options_.worker.floor_s;
+          limit = p == EvalPhase::kVerify ? options_.worker.setup_s
+                                          : launch_limit() * launches + options_.worker.floor_s;
           deadline = Clock::now() + seconds(limit);
           break;
         }
@@ -305,7 +305,8 @@ class WorkerRunner final : public CandidateRunner {
   // (then pid_ < 0 after reaping it).
   std::optional<std::pair<Msg, std::string>> wait_frame(Clock::time_point deadline) {
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) return std::nullopt;
       pollfd p{fd_, POLLIN, 0};
       const int k = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30)));
@@ -381,10 +382,10 @@ class WorkerRunner final : public CandidateRunner {
     }
     const bool gone = pid_ < 0;
     kill_worker();
-    throw Error(ErrorCode::kInternal,
-                gone ? "the tuning worker exited at start: " + describe_exit(last_exit_)
-                     : "the tuning worker did not start within " +
-                           fmt_seconds(options_.worker.setup_s));
+    throw Error(
+        ErrorCode::kInternal,
+        gone ? "the tuning worker exited at start: " + describe_exit(last_exit_)
+             : "the tuning worker did not start within " + fmt_seconds(options_.worker.setup_s));
   }
 
   // Waits up to `grace` for the worker to exit (it does after a sticky error or EOF), then kills
@@ -461,7 +462,7 @@ int run_tuning_worker(int fd) {
   try {
     Reader r(init->second);
     family = &find_family(r.str());
-    problem = std::make_unique<Problem>(Problem::parse(family->name(), r.str()));
+    problem = std::make_unique<Problem>(family->parse_problem(r.str()));
     const int ordinal = static_cast<int>(r.u64());
     const std::string db_path = r.str();
     TimingOptions timing;
@@ -478,13 +479,12 @@ int run_tuning_worker(int fd) {
         db.reset();  // the helper kernels are then compiled, not read from the cache
       }
     }
-    runner = make_gpu_runner(db.get(), *device, *family, *problem, timing, seed,
-                             [fd](EvalPhase p, int launches) {
-                               Writer w;
-                               w.u64(static_cast<std::uint64_t>(p))
-                                   .u64(static_cast<std::uint64_t>(launches));
-                               send_frame(fd, Msg::kPhase, w.data());
-                             });
+    runner = make_gpu_runner(
+        db.get(), *device, *family, *problem, timing, seed, [fd](EvalPhase p, int launches) {
+          Writer w;
+          w.u64(static_cast<std::uint64_t>(p)).u64(static_cast<std::uint64_t>(launches));
+          send_frame(fd, Msg::kPhase, w.data());
+        });
   } catch (const Error& e) {
     return fail(e.code(), e.what());
   } catch (const std::exception& e) {

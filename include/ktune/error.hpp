@@ -14,6 +14,7 @@ enum class ErrorCode {
   kCuda,             // a CUDA driver call failed
   kCompile,          // NVRTC rejected a source; details hold the log and the options
   kDatabase,         // the tuning database could not be opened, read or written
+  kIo,               // an output file or stream could not be written (disk full, closed pipe)
   kUnsupported,      // valid request this build or device cannot serve
   kInternal,         // a bug in ktune
 };

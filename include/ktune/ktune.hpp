@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,7 +20,11 @@ class MissTuner;
 
 struct Options {
   // Tuning database to read from. Empty: $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db
-  // (else ~/.cache/ktune/tuning.db). A missing file is not an error: built-in defaults are used.
+  // (else ~/.cache/ktune/tuning.db). A missing file is created (with the shipped results); where
+  // it cannot be, the shipped results are used from memory. A file this process can read but not
+  // write is used read-only. A file that is not a ktune database (damaged, another
+  // application's, a FIFO) is left untouched: the runtime warns and answers from the shipped
+  // results and the built-in defaults, as without a database.
   std::string database;
   // CUDA device ordinal. The device's primary context is used, as the CUDA runtime does.
   int device = 0;
@@ -29,6 +34,9 @@ struct Options {
   // result (see MissTuner; ktune/tune_on_miss.hpp makes one). Null: never tune, the lookup chain
   // answers. Needs a writable database.
   std::shared_ptr<MissTuner> tune_on_miss;
+  // Receives what the runtime warns about (a database it cannot use, a network filesystem).
+  // Empty: printed to stderr, prefixed "ktune: warning: ".
+  std::function<void(const std::string&)> on_warning;
 };
 
 // Tunes one problem at its first call (Options::tune_on_miss). The runtime does not depend on
@@ -130,9 +138,15 @@ class Runtime {
 
   // Number of NVRTC compilations this Runtime ran (0 on a warm start with cached binaries).
   std::uint64_t compile_count() const;
+  // The database the lookups read: its path, "... (read-only)" when it could not be written, the
+  // in-memory shipped results when there is no usable file, or "" without a database.
+  std::string database_path() const;
+
+  // Every member function of a moved-from Runtime throws Error(kInvalidArgument).
 
  private:
   struct Impl;
+  Impl& impl() const;  // throws for a moved-from Runtime
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,12 +1,15 @@
 // GPU tests of the runtime as applications use it: many host threads at once, tune-on-miss, and
 // the tuner giving back the device memory it used. Skipped without a device.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -357,6 +360,66 @@ TEST(RuntimeGpu, TuningRunsGiveBackDeviceMemory) {
             << ": free device memory after the first run " << baseline / (1 << 20)
             << " MiB, largest drop after a later run " << worst_drop_mib << " MiB\n";
   EXPECT_LE(worst_drop_mib, 2.0);
+}
+
+// A linked application never crashes on a bad database: a file of a schema version ktune never
+// wrote, another application's file, a FIFO. The Runtime warns, answers from the shipped results
+// and the defaults, computes right, and leaves the file as it was.
+TEST(RuntimeGpu, ABadDatabaseIsWarnedAboutAndLeftAloneAndCallsStillWork) {
+  KTUNE_REQUIRE_GPU();
+  testing::TempDir dir;
+  const std::string negative = dir.file("negative.db"), fifo = dir.file("fifo.db");
+  { Database db(negative); }
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(negative.c_str(), &h), SQLITE_OK);
+    sqlite3_exec(h, "PRAGMA user_version=-1000000", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  }
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string before = bytes(negative);
+  const std::size_t n = 1 << 20;
+  const auto host = random_vector<float>(n, 5);
+  detail::DeviceBuffer src(n * 4), dst(n * 4);
+  upload(src.get(), host);
+  for (const std::string& path : {negative, fifo}) {
+    std::vector<std::string> warnings;
+    Options options;
+    options.database = path;
+    options.on_warning = [&](const std::string& w) { warnings.push_back(w); };
+    Runtime rt(options);
+    ASSERT_EQ(warnings.size(), 1u) << path;
+    EXPECT_NE(warnings[0].find(path), std::string::npos) << warnings[0];
+    EXPECT_NE(rt.database_path().find("shipped"), std::string::npos) << rt.database_path();
+    rt.copy(dst.as<float>(), src.as<const float>(), n);
+    testing::synchronize();
+    EXPECT_EQ(download<float>(dst.get(), n), host);
+  }
+  EXPECT_EQ(bytes(negative), before);
+}
+
+TEST(RuntimeGpu, AMovedFromRuntimeThrowsInsteadOfCrashing) {
+  KTUNE_REQUIRE_GPU();
+  Options options;
+  options.use_database = false;
+  Runtime a(options);
+  Runtime b(std::move(a));
+  detail::DeviceBuffer buffer(1024);
+  try {
+    a.copy(buffer.as<float>(), buffer.as<const float>(), 16);  // NOLINT(bugprone-use-after-move)
+    FAIL() << "a moved-from Runtime ran a copy";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("moved from"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(a.explain("elementwise", "align=16;dtype=f32;n=16;op=copy"), Error);
+  EXPECT_THROW(a.compile_count(), Error);
+  b.copy(buffer.as<float>(), buffer.as<const float>(), 16);  // the new owner works
+  testing::synchronize();
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "db/database.hpp"
 #include "gpu_util.hpp"
 #include "templates/family.hpp"
+#include "tests/ktune_cli.hpp"
 #include "tuner/tuner.hpp"
 
 namespace ktune {
@@ -21,7 +22,7 @@ TuneOptions worker_options() {
   o.max_evals = 0;
   o.progress = false;
   o.timing.repeats = 5;
-  o.worker.command = {KTUNE_CLI_PATH, "__worker"};
+  o.worker.command = {testing::ktune_cli().c_str(), "__worker"};
   o.worker.floor_s = 1.0;
   o.worker.first_s = 5.0;  // the endless loop may come before any good candidate
   return o;

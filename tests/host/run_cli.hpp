@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "temp_dir.hpp"
+#include "tests/ktune_cli.hpp"
 
 namespace ktune::testing {
 
@@ -24,11 +25,16 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-inline CliResult run_cli(const std::vector<std::string>& args, const std::string& env = "") {
+// `prefix` goes before the command in the shell line: variables (A=1), a wrapper (timeout 30,
+// setpriv ...), or commands ending with ';' (ulimit -f 16;). `stdout_to`: where standard output
+// goes instead of the captured file (e.g. /dev/full).
+inline CliResult run_cli(const std::vector<std::string>& args, const std::string& prefix = "",
+                         const std::string& stdout_to = "") {
   TempDir dir;
-  std::string cmd = env + " " + shell_quote(KTUNE_CLI_PATH);
+  std::string cmd = prefix + " " + shell_quote(ktune_cli());
   for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " >" + dir.file("out") + " 2>" + dir.file("err") + " </dev/null";
+  cmd += " >" + (stdout_to.empty() ? dir.file("out") : stdout_to) + " 2>" + dir.file("err") +
+         " </dev/null";
   int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -12,6 +12,7 @@
 #include "db/database.hpp"
 #include "synthetic_recording.hpp"
 #include "temp_dir.hpp"
+#include "tests/ktune_cli.hpp"
 
 extern char** environ;
 
@@ -37,10 +38,18 @@ TEST(Concurrency, FourTunersWriteOneDatabaseAndLoseNothing) {
   }
   std::vector<pid_t> pids;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    std::vector<std::string> args = {
-        KTUNE_CLI_PATH,  "tune",       "--db",        target,
-        "--replay-from", recording,    "--replay",    std::to_string(runs[i]),
-        "--strategy",    "exhaustive", "--max-evals", "0"};
+    std::vector<std::string> args = {testing::ktune_cli().c_str(),
+                                     "tune",
+                                     "--db",
+                                     target,
+                                     "--replay-from",
+                                     recording,
+                                     "--replay",
+                                     std::to_string(runs[i]),
+                                     "--strategy",
+                                     "exhaustive",
+                                     "--max-evals",
+                                     "0"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -50,7 +59,8 @@ TEST(Concurrency, FourTunersWriteOneDatabaseAndLoseNothing) {
     posix_spawn_file_actions_addopen(&io, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&io, 1, "/dev/null", O_WRONLY, 0);
     pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, KTUNE_CLI_PATH, &io, nullptr, argv.data(), environ), 0);
+    ASSERT_EQ(posix_spawn(&pid, testing::ktune_cli().c_str(), &io, nullptr, argv.data(), environ),
+              0);
     posix_spawn_file_actions_destroy(&io);
     pids.push_back(pid);
   }

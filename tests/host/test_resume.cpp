@@ -17,6 +17,7 @@
 #include "run_cli.hpp"
 #include "synthetic_recording.hpp"
 #include "temp_dir.hpp"
+#include "tests/ktune_cli.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/tuner.hpp"
 
@@ -85,18 +86,28 @@ TEST(Resume, KilledWithSigkillMidRunThenResumed) {
                              DeviceLimits::for_arch(9, 0))
                      .size();
   }
-  std::vector<std::string> args = {
-      KTUNE_CLI_PATH,      "tune",       "--db",        target,
-      "--replay-from",     recording,    "--replay",    std::to_string(run),
-      "--strategy",        "exhaustive", "--max-evals", "0",
-      "--replay-delay-ms", "3"};
+  std::vector<std::string> args = {testing::ktune_cli().c_str(),
+                                   "tune",
+                                   "--db",
+                                   target,
+                                   "--replay-from",
+                                   recording,
+                                   "--replay",
+                                   std::to_string(run),
+                                   "--strategy",
+                                   "exhaustive",
+                                   "--max-evals",
+                                   "0",
+                                   "--replay-delay-ms",
+                                   "3"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
   // Kill the first run at a few hundred candidates, while it is writing.
   pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, KTUNE_CLI_PATH, nullptr, nullptr, argv.data(), environ), 0);
+  ASSERT_EQ(posix_spawn(&pid, testing::ktune_cli().c_str(), nullptr, nullptr, argv.data(), environ),
+            0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline && count(target).rows < 300)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -8,6 +8,7 @@
 #include "runtime/device.hpp"
 #include "runtime/driver.hpp"
 #include "templates/family.hpp"
+#include "tests/ktune_cli.hpp"
 #include "tuner/tuner.hpp"
 #include "tuner/worker.hpp"
 
@@ -43,7 +44,7 @@ Error measure_error(const std::vector<std::string>& command) {
 TEST(Worker, WithoutADriverTheWorkersErrorReachesTheTuner) {
   std::string why;
   if (detail::driver_available(&why)) GTEST_SKIP() << "this machine has a CUDA driver";
-  const Error e = measure_error({KTUNE_CLI_PATH, "__worker"});
+  const Error e = measure_error({testing::ktune_cli().c_str(), "__worker"});
   EXPECT_EQ(e.code(), ErrorCode::kNoDriver) << e.what();
   EXPECT_NE(std::string(e.what()).find("libcuda"), std::string::npos) << e.what();
 }
@@ -51,8 +52,7 @@ TEST(Worker, WithoutADriverTheWorkersErrorReachesTheTuner) {
 TEST(Worker, AMissingWorkerExecutableIsNamed) {
   const Error e = measure_error({"/nonexistent/ktune-worker", "__worker"});
   EXPECT_EQ(e.code(), ErrorCode::kInternal);
-  EXPECT_NE(std::string(e.what()).find("/nonexistent/ktune-worker"), std::string::npos)
-      << e.what();
+  EXPECT_NE(std::string(e.what()).find("/nonexistent/ktune-worker"), std::string::npos) << e.what();
 }
 
 TEST(Worker, AWorkerThatExitsAtStartIsReported) {
@@ -84,7 +84,8 @@ TEST(Worker, AWorkerThatNeverAnswersIsKilledAfterTheStartLimit) {
 
 TEST(Worker, TheWorkerRefusesAWrongPeer) {
   // `ktune __worker` on a descriptor that is not a socket from a tuner: it exits, it does not hang.
-  const int status = std::system((std::string("'") + KTUNE_CLI_PATH + "' __worker 0 </dev/null").c_str());
+  const int status =
+      std::system((std::string("'") + testing::ktune_cli() + "' __worker 0 </dev/null").c_str());
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_NE(WEXITSTATUS(status), 0);
 }
