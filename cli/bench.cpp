@@ -476,4 +476,106 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
 #endif
 }
 
+int cmd_bench_family(const Common& common, const ProblemArgs& args, const std::string& csv,
+                     int repeats) {
+  const Family& family = find_family(args.family);
+  const Problem problem = build_problem(args);  // bad arguments first: exit 2
+#ifndef KTUNE_HAVE_ANCHORS
+  (void)family, (void)csv, (void)repeats;
+  Device device(common.device);
+  throw Error(ErrorCode::kUnsupported,
+              "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
+#else
+  Options options;
+  options.database = common.resolved_db();
+  options.device = common.device;
+  Runtime runtime(options);
+  Device device(common.device);
+  Database cache_db(common.resolved_db());
+  KernelCache cache(device, &cache_db);
+  detail::Stream stream;
+  L2Flusher flusher(device.limits());
+  TimingOptions timing;
+  timing.repeats = repeats;
+  timing.warmup = 5;
+  auto workload = family.make_workload(problem, device, cache);
+  const std::string unit = family.metric_unit();
+  std::vector<Row> rows;
+  bool all_verified = true;
+
+  // A configuration of the family, verified on fresh inputs, then timed.
+  auto measure = [&](const std::string& variant, const Config& config, const std::string& step) {
+    auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
+    Row r{family.name(), problem.key(), variant};
+    workload->prepare(21, stream.get());
+    workload->run(*kernel, config, stream.get());
+    stream.synchronize();
+    const std::string wrong = workload->verify(stream.get());
+    r.verified = wrong.empty() ? "yes" : "no";
+    if (!wrong.empty()) {
+      std::cerr << "ktune bench: " << variant << " computed a wrong result: " << wrong << "\n";
+      all_verified = false;
+    }
+    TimingStats t = time_on_stream([&](CUstream s) { workload->run(*kernel, config, s); },
+                                   stream.get(), timing, &flusher);
+    r.median_ms = t.median_ms, r.min_ms = t.min_ms, r.max_ms = t.max_ms, r.repeats = t.repeats;
+    r.figure = metric_of(workload->work(), t.median_ms, unit);
+    r.unit = unit;
+    r.step = step;
+    r.config = to_string(config);
+    return r;
+  };
+  Row fallback =
+      measure("default configuration", family.default_config(problem, device.limits()), "default");
+  fallback.ratio = 1.0;
+  fallback.anchor = "default";
+  rows.push_back(fallback);
+  const Choice choice = runtime.explain(family.name(), problem.key());
+  Row tuned = measure("ktune " + std::string(to_string(choice.step)), parse_config(choice.config),
+                      std::string(to_string(choice.step)));
+  tuned.ratio = fallback.figure > 0 ? tuned.figure / fallback.figure : 0;
+  tuned.anchor = "default";
+  rows.push_back(tuned);
+  if (unit == "GB/s") {
+    // The copy roofline: cudaMemcpy moving the bytes the family reads and writes.
+    const auto bytes = static_cast<std::size_t>(workload->work() / 2);
+    detail::DeviceBuffer src(std::max<std::size_t>(bytes, 1)), dst(std::max<std::size_t>(bytes, 1));
+    Row m{family.name(), problem.key(), "cudaMemcpy (same bytes)"};
+    TimingStats t = time_on_stream(
+        [&](CUstream s) {
+          anchors::memcpy_d2d(reinterpret_cast<void*>(dst.get()),
+                              reinterpret_cast<const void*>(src.get()), bytes, s);
+        },
+        stream.get(), timing, &flusher);
+    m.median_ms = t.median_ms, m.min_ms = t.min_ms, m.max_ms = t.max_ms, m.repeats = t.repeats;
+    m.figure = metric_of(workload->work(), t.median_ms, unit);
+    m.unit = unit;
+    m.ratio = 1.0;
+    m.anchor = "cudaMemcpy";
+    m.verified = "-";
+    rows.push_back(m);
+    Row derived{family.name(), problem.key(), "ktune vs cudaMemcpy"};
+    derived.figure = tuned.figure;
+    derived.unit = unit;
+    derived.ratio = m.figure > 0 ? tuned.figure / m.figure : 0;
+    derived.anchor = "cudaMemcpy";
+    derived.verified = tuned.verified;
+    rows.push_back(derived);
+  }
+  Table t({"problem", "variant", "median ms", "figure", "ratio", "anchor", "lookup", "verified",
+           "config"});
+  for (const auto& r : rows)
+    t.add({r.problem, r.variant, fixed(r.median_ms, 4), fixed(r.figure, 1) + " " + r.unit,
+           fixed(r.ratio, 3), r.anchor, r.step, r.verified, r.config});
+  std::cout << "device: " << device.info().identity() << ", driver " << device.info().driver_version
+            << ", NVRTC " << nvrtc_version() << "; family " << family.name() << " from "
+            << family.origin() << "; median of " << repeats
+            << " runs after warm-up, L2 flushed before each\n";
+  t.print(std::cout);
+  check_stdout("bench");
+  if (!csv.empty()) write_csv(csv, rows, device.info(), common.resolved_db());
+  return all_verified ? kExitOk : kExitFailed;
+#endif
+}
+
 }  // namespace ktune::cli

@@ -70,12 +70,6 @@ DeviceLimits limits_for_arch_option(const std::string& arch, const std::string& 
   return DeviceLimits::for_arch(cc / 10, cc % 10);
 }
 
-namespace {
-
-std::string metric_text(double v, const std::string& unit) {
-  return fixed(v, unit == "TFLOPS" ? 2 : 1) + " " + unit;
-}
-
 Problem build_problem(const ProblemArgs& a) {
   if (a.family == "elementwise") {
     ElementwiseOp op = a.op == "add"            ? ElementwiseOp::kAdd
@@ -101,7 +95,23 @@ Problem build_problem(const ProblemArgs& a) {
     return p;
   }
   if (a.family == "faults") return find_family("faults").default_problems().front();
-  throw Error(ErrorCode::kInvalidArgument, "unknown family '" + a.family + "'");
+  // A family file's family: axes from the options, the others from its first tuning problem.
+  const Family& family = find_family(a.family);
+  Problem p = family.default_problems().front();
+  for (const auto& [axis, text] : a.axes) {
+    if (p.sizes.count(axis))
+      p.sizes[axis] = static_cast<std::int64_t>(parse_size(text, "--" + axis));
+    else
+      p.attrs[axis] = text;
+  }
+  family.validate(p);
+  return p;
+}
+
+namespace {
+
+std::string metric_text(double v, const std::string& unit) {
+  return fixed(v, unit == "TFLOPS" ? 2 : 1) + " " + unit;
 }
 
 // This executable, to start tuning workers with (`ktune __worker <fd>`).
@@ -491,6 +501,17 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
           exhaustive ? space.configs() : family->check_configs(space.configs());
       for (const auto& c : configs)
         for (const auto& n : family->name_expressions(c, problem)) by_name[n].push_back(&c);
+      // The default configuration serves every problem: the lookup chain's last step.
+      const Config fallback = family->default_config(problem, limits);
+      if (const std::string why = family->reject(fallback, problem, limits); !why.empty()) {
+        std::cerr << "ktune check: " << family->name() << " " << problem.key()
+                  << ": the default configuration " << to_string(fallback)
+                  << " is rejected: " << why << "\n";
+        any_failed = true;
+      }
+      // Reference kernels compile too (a family file's); no configuration uses them.
+      const std::vector<std::string> references = family->reference_names(problem);
+      for (const auto& n : references) by_name[n];
       std::vector<std::string> names;
       for (const auto& [n, _] : by_name) names.push_back(n);
 
@@ -500,7 +521,9 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
       };
       auto compile_batch = [&, family, problem](std::vector<std::string> batch) {
         std::map<std::string, Outcome> out;
-        CompileRequest r = family->compile_request(*by_name.at(batch[0]).front(), problem, arch);
+        const auto& users = by_name.at(batch[0]);
+        CompileRequest r =
+            family->compile_request(users.empty() ? fallback : *users.front(), problem, arch);
         r.name_expressions = batch;
         try {
           CompileResult c = compile(r);
@@ -577,6 +600,47 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
             << fixed(seconds, 1) << " s: " << (any_failed ? "FAILED" : "all kernels compile")
             << "\n";
   return any_failed ? kExitFailed : kExitOk;
+}
+
+int cmd_params(const std::string& family_name) {
+  const Family& family = find_family(family_name);
+  std::cout << family.name() << ": " << family.description() << "\n"
+            << "from: " << family.origin() << "  metric: " << family.metric_unit()
+            << "  template hash: " << family.template_hash() << "\n\n";
+  Table params({"parameter", "values", "help"});
+  for (const Param& p : family.params()) {
+    std::string values;
+    for (auto v : p.values) values += (values.empty() ? "" : ", ") + std::to_string(v);
+    params.add({p.name, values, p.help});
+  }
+  params.print(std::cout);
+  auto columns = [](const std::string& line) {
+    std::vector<std::string> cells;
+    std::size_t start = 0;
+    while (true) {
+      std::size_t tab = line.find('\t', start);
+      cells.push_back(line.substr(start, tab == std::string::npos ? tab : tab - start));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    return cells;
+  };
+  if (const auto axes = family.describe_axes(); !axes.empty()) {
+    Table t({"axis", "values", "help"});
+    for (const auto& a : axes) t.add(columns(a));
+    std::cout << "\n";
+    t.print(std::cout);
+  }
+  if (const auto rules = family.describe_constraints(); !rules.empty()) {
+    Table t({"constraint (rejection reason)", "rule"});
+    for (const auto& c : rules) t.add(columns(c));
+    std::cout << "\n";
+    t.print(std::cout);
+  }
+  std::cout << "\nproblems `ktune tune " << family.name() << "` tunes by default:";
+  for (const Problem& p : family.default_problems()) std::cout << " " << p.key();
+  std::cout << "\n";
+  return kExitOk;
 }
 
 int cmd_explain(const Common& common, const std::string& family_name,

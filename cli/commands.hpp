@@ -8,6 +8,7 @@
 
 namespace ktune {
 class Database;
+struct Problem;
 struct DeviceLimits;
 struct PresetSummary;
 }  // namespace ktune
@@ -53,6 +54,8 @@ struct ProblemArgs {
   // histogram (also n and align)
   std::string samples = "u8";
   int bins = 256;
+  // a family file's family: its axes as given on the command line (the rest take defaults)
+  std::map<std::string, std::string> axes;
 };
 
 struct TuneArgs {
@@ -75,6 +78,9 @@ struct TuneArgs {
   double replay_delay_ms = 0;
 };
 
+// ktune params NAME: a family's parameters, constraints and problem axes.
+int cmd_params(const std::string& family);
+
 int cmd_devices(const Common& common);
 int cmd_tune(const Common& common, const ProblemArgs& problem, const TuneArgs& tune);
 int cmd_query(const Common& common, const std::string& family, const std::string& problem, bool all,
@@ -86,6 +92,12 @@ int cmd_check(const std::string& arch, const std::string& family, unsigned jobs,
 int cmd_explain(const Common& common, const std::string& family, const std::string& problem,
                 const std::string& gpu = "", const std::string& arch = "");
 int cmd_bench_runtime(const Common& common, const std::string& csv);
+// ktune bench NAME for a family file's family: its tuned configuration against its default one,
+// and, for a GB/s metric, cudaMemcpy moving the same bytes.
+int cmd_bench_family(const Common& common, const ProblemArgs& problem, const std::string& csv,
+                     int repeats);
+// The problem the options name (checked by its family); throws Error(kInvalidArgument).
+Problem build_problem(const ProblemArgs& a);
 int cmd_bench(const Common& common, const std::string& family, const std::string& n,
               const std::string& csv, int repeats, const std::string& dtype = "all",
               const std::string& shape = "", const std::string& op = "nn");

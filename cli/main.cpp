@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "cli/output.hpp"
 #include "ktune/error.hpp"
 #include "ktune/version.hpp"
+#include "templates/file_family.hpp"
 #include "tuner/worker.hpp"
 
 using namespace ktune::cli;
@@ -163,12 +165,65 @@ const char* const kDbExitCodes =
     "Database: --db, else $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db "
     "(~/.cache/ktune/tuning.db).";
 
+// --family-file is taken out of the arguments before CLI11 parses them (take_family_files): the
+// option is declared only so that --help lists it.
+void add_family_file_option(CLI::App* app) {
+  static std::vector<std::string> unused;
+  app->add_option("--family-file", unused,
+                  "a family file (NAME.family.toml) making a kernel of your own known like a "
+                  "built-in family; repeatable, and anywhere on the line. $KTUNE_FAMILY_PATH "
+                  "(folders separated by ':') adds every *.family.toml in them");
+}
+
+// Loads the family files named by --family-file PATH or --family-file=PATH and removes those
+// arguments, so that the families (and the options of their axes) exist before parsing.
+std::vector<char*> take_family_files(int argc, char** argv) {
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string path;
+    if (i > 0 && arg == "--family-file") {
+      if (i + 1 >= argc)
+        throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                           "--family-file: needs the path of a family file");
+      path = argv[++i];
+    } else if (i > 0 && arg.rfind("--family-file=", 0) == 0) {
+      path = arg.substr(14);
+    } else {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    ktune::add_family_file(path);
+  }
+  ktune::user_families();  // $KTUNE_FAMILY_PATH: a broken file is reported before anything runs
+  rest.push_back(nullptr);
+  return rest;
+}
+
+// A family file's problem axes as options (--rows 4096 --dtype f64); those not given take the
+// values of the family's first tuning problem. An axis named like an option the command has
+// already is left to --problem-less defaults (the option keeps its meaning).
+void add_axis_options(CLI::App* cmd, const ktune::Family& family, ProblemArgs& problem) {
+  for (const std::string& line : family.describe_axes()) {
+    const std::string axis = line.substr(0, line.find('\t'));
+    const std::string rest = line.substr(line.find('\t') + 1);
+    const std::string option = "--" + axis;
+    if (cmd->get_option_no_throw(option)) continue;
+    cmd->add_option_function<std::string>(
+           option, [&problem, axis](const std::string& v) { problem.axes[axis] = v; },
+           "problem axis: " + rest.substr(0, rest.find('\t')) + ". " +
+               rest.substr(rest.find('\t') + 1))
+        ->type_name("VALUE");
+  }
+}
+
 void add_common(CLI::App* app, Common& common, bool with_device = true) {
   app->add_option("--db", common.db,
                   "tuning database file (default: $KTUNE_DB or the cache directory)");
   if (with_device)
     app->add_option("--device", common.device, "CUDA device ordinal")->check(integer_in(0, 1023));
   app->add_flag("--quiet,-q", common.quiet, "no progress lines or notes on stderr (errors stay)");
+  add_family_file_option(app);
 }
 
 void add_elementwise_options(CLI::App* app, ProblemArgs& p) {
@@ -281,6 +336,16 @@ int main(int argc, char** argv) {
   // instead of killing the process with SIGXFSZ halfway through a write.
   signal(SIGXFSZ, SIG_IGN);
 
+  std::vector<char*> args;
+  try {
+    args = take_family_files(argc, argv);
+  } catch (const ktune::Error& e) {
+    std::cerr << "ktune: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
+
   CLI::App app{
       "ktune: autotuned CUDA kernels (GEMM, histogram, elementwise) generated with NVRTC.\n"
       "Tune once per GPU, then link ktune::ktune and get the tuned kernels.",
@@ -347,6 +412,14 @@ int main(int argc, char** argv) {
   // Test-only: the planted-fault family that proves a run survives faults and hangs. Hidden.
   auto* tune_faults = add_family("faults", "");
   tune_faults->group("");
+  // Families of family files: one option per problem axis.
+  std::vector<std::pair<CLI::App*, std::string>> tune_user;
+  for (const ktune::Family* family : ktune::user_families()) {
+    auto* cmd = add_family(family->name().c_str(),
+                           (family->description() + " (" + family->origin() + ")").c_str());
+    add_axis_options(cmd, *family, problem);
+    tune_user.emplace_back(cmd, family->name());
+  }
   tune_cmd->require_subcommand(0, 1);
 
   std::string query_family, query_problem;
@@ -366,6 +439,12 @@ int main(int argc, char** argv) {
   std::string check_arch = "sm_90", check_family;
   unsigned check_jobs = 0;
   bool check_verbose = false;
+  std::string params_family;
+  auto* params = app.add_subcommand(
+      "params", "list a family's tuning parameters, constraints and problem axes");
+  params->add_option("family", params_family, "family name")->required();
+  add_family_file_option(params);
+
   auto* check =
       app.add_subcommand("check",
                          "compile every variant of every family for an architecture with NVRTC "
@@ -377,6 +456,7 @@ int main(int argc, char** argv) {
       ->check(integer_in(0, 1024))
       ->capture_default_str();
   check->add_flag("--verbose,-v", check_verbose, "one line per kernel");
+  add_family_file_option(check);
   check->add_flag("--quiet,-q", common.quiet, "no progress lines on stderr");
   bool check_exhaustive = false;
   check->add_flag("--exhaustive", check_exhaustive,
@@ -487,6 +567,16 @@ int main(int argc, char** argv) {
       "the first call of a tuned problem in a new process and the host time of a repeated "
       "call against a raw cuLaunchKernel",
       false);
+  std::vector<std::pair<CLI::App*, std::string>> bench_user;
+  for (const ktune::Family* family : ktune::user_families()) {
+    auto* cmd = add_bench(family->name().c_str(),
+                          (family->description() +
+                           ": the tuned configuration against the default one (and cudaMemcpy "
+                           "for a GB/s metric)")
+                              .c_str());
+    add_axis_options(cmd, *family, problem);
+    bench_user.emplace_back(cmd, family->name());
+  }
 
   // ktune db: moving results between machines; binaries never travel (code from elsewhere).
   // Short descriptions for the command list; what each does in detail goes in its own --help.
@@ -560,7 +650,7 @@ int main(int argc, char** argv) {
       "binaries. A damaged file exits 4 with the first problems found."));
 
   const char* const kCommands =
-      "devices, tune, query, check, explain, bench, strategies, report, db";
+      "devices, tune, query, check, params, explain, bench, strategies, report, db";
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty())
@@ -614,12 +704,18 @@ int main(int argc, char** argv) {
         problem.family = "gemm";
       } else if (tune_faults->parsed()) {
         problem.family = "faults";
+      } else if (auto it = std::find_if(tune_user.begin(), tune_user.end(),
+                                        [](const auto& u) { return u.first->parsed(); });
+                 it != tune_user.end()) {
+        problem.family = it->second;
       } else {
         tune.defaults = true;
       }
       code = cmd_tune(common, problem, tune);
     } else if (query->parsed()) {
       code = cmd_query(common, query_family, query_problem, query_all, query_json);
+    } else if (params->parsed()) {
+      code = cmd_params(params_family);
     } else if (check->parsed()) {
       code = cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive,
                        common.quiet);
@@ -630,6 +726,11 @@ int main(int argc, char** argv) {
     } else if (strategies->parsed()) {
       code =
           cmd_strategies(common, replay_run, replay_seeds, replay_budgets, replay_lag, replay_csv);
+    } else if (auto b = std::find_if(bench_user.begin(), bench_user.end(),
+                                     [](const auto& u) { return u.first->parsed(); });
+               b != bench_user.end()) {
+      problem.family = b->second;
+      code = cmd_bench_family(common, problem, bench_csv, bench_repeats);
     } else if (bench_rt->parsed()) {
       code = cmd_bench_runtime(common, bench_csv);
     } else if (bench_ew->parsed() || bench_hist->parsed() || bench_gemm->parsed()) {

@@ -1,6 +1,7 @@
 // ktune::Runtime: looks up, compiles once, caches and launches tuned kernels on the caller's
 // stream.
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "runtime/lookup.hpp"
 #include "templates/elementwise.hpp"
 #include "templates/family.hpp"
+#include "templates/file_family.hpp"
 #include "templates/gemm.hpp"
 #include "templates/histogram.hpp"
 
@@ -48,7 +50,16 @@ struct Runtime::Impl {
   struct Entry {
     LookupResult choice;
     std::shared_ptr<const Kernel> kernel;
-    ElementwisePlan elementwise;  // elementwise entries: the launch geometry, computed once
+    ElementwisePlan elementwise;     // elementwise entries: the launch geometry, computed once
+    std::optional<LaunchPlan> plan;  // launch(): a family file's geometry and arguments
+  };
+
+  // launch()'s hot map: a call's family and axes, hashed without allocating, and compared in
+  // full on a hit.
+  struct LaunchHot {
+    std::string family;
+    ProblemSpec spec;
+    const Entry* entry;
   };
 
   // A call's identity in a few integers: a repeated call finds its entry through this without
@@ -76,6 +87,7 @@ struct Runtime::Impl {
   std::mutex mutex;
   std::unordered_map<std::string, Entry> entries;
   std::unordered_map<CallKey, const Entry*, CallKeyHash> hot;
+  std::unordered_multimap<std::uint64_t, LaunchHot> launch_hot;
   std::mutex tune_mutex;  // one tune-on-miss at a time per runtime
 
   explicit Impl(Options o) : options(std::move(o)) {
@@ -83,6 +95,7 @@ struct Runtime::Impl {
     if (options.tune_on_miss && !options.use_database)
       throw Error(ErrorCode::kInvalidArgument,
                   "Options::tune_on_miss needs a writable database, and use_database is false");
+    for (const auto& file : options.family_files) add_family_file(file);
     if (options.use_database)
       db = open_for_runtime(options.database.empty() ? database_default_path() : options.database,
                             options.tune_on_miss != nullptr,
@@ -119,6 +132,7 @@ struct Runtime::Impl {
     e.choice = choose(family, problem);
     e.kernel =
         kernels->get(family.compile_request(e.choice.config, problem, device->limits().arch()));
+    e.plan = family.launch_plan(e.choice.config, problem, device->limits());
     if (family.name() == "elementwise")
       e.elementwise = elementwise_plan(
           *e.kernel, e.choice.config, device->limits(), problem.attr("dtype") == "f64" ? 8 : 4,
@@ -222,6 +236,105 @@ struct Runtime::Impl {
     elementwise_launch(*e.kernel, e.elementwise, call, stream);
   }
 
+  static std::uint64_t spec_hash(const std::string& family, const ProblemSpec& spec) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](std::string_view text) {
+      for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+      h = (h ^ 0xff) * 0x100000001b3ull;
+    };
+    mix(family);
+    for (const auto& [axis, value] : spec.sizes()) {
+      mix(axis);
+      h = (h ^ static_cast<std::uint64_t>(value)) * 0x100000001b3ull;
+    }
+    for (const auto& [axis, value] : spec.attrs()) {
+      mix(axis);
+      mix(value);
+    }
+    return h;
+  }
+
+  void launch(const std::string& family_name, const ProblemSpec& spec, const std::vector<Arg>& args,
+              CUstream stream) {
+    const std::uint64_t hash = spec_hash(family_name, spec);
+    const Entry* entry = nullptr;
+    {
+      std::lock_guard lock(mutex);
+      for (auto [it, end] = launch_hot.equal_range(hash); it != end; ++it)
+        if (it->second.family == family_name && it->second.spec.sizes() == spec.sizes() &&
+            it->second.spec.attrs() == spec.attrs())
+          entry = it->second.entry;
+    }
+    if (!entry) {
+      const Family& family = find_family(family_name);
+      const Problem problem = family.make_problem(spec.sizes(), spec.attrs());
+      device->make_current();
+      entry = &resolve(family, problem);
+      if (!entry->plan)
+        throw Error(ErrorCode::kUnsupported, "launch: family " + family.name() +
+                                                 " launches through its own calls (gemm, copy, "
+                                                 "histogram...), not launch()");
+      std::lock_guard lock(mutex);
+      launch_hot.emplace(hash, LaunchHot{family_name, spec, entry});
+    }
+    const LaunchPlan& plan = *entry->plan;
+    if (args.size() != plan.arguments.size())
+      throw Error(ErrorCode::kInvalidArgument, "launch " + family_name + ": " +
+                                                   std::to_string(args.size()) +
+                                                   " argument(s) given, the family file declares " +
+                                                   std::to_string(plan.arguments.size()));
+    // Packed as the kernel takes them: pointers, and scalars in their declared types.
+    constexpr std::size_t kMaxArgs = 64;
+    if (args.size() > kMaxArgs)
+      throw Error(ErrorCode::kInvalidArgument, "launch: more than 64 arguments");
+    std::uint64_t storage[kMaxArgs];
+    void* pointers[kMaxArgs];
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const Arg& a = args[i];
+      const LaunchPlan::Argument& p = plan.arguments[i];
+      auto bad = [&](const std::string& what) {
+        return Error(ErrorCode::kInvalidArgument, "launch " + family_name + ": argument " +
+                                                      std::to_string(i + 1) + " (" + p.name +
+                                                      "): " + what);
+      };
+      storage[i] = 0;
+      if (p.buffer) {
+        if (a.kind() != Arg::Kind::kPointer) throw bad("a buffer takes a device pointer");
+        if (!a.pointer() && p.length > 0) throw bad("null");
+        const void* pointer = a.pointer();
+        std::memcpy(&storage[i], &pointer, sizeof(void*));
+      } else if (p.floating) {
+        if (a.kind() == Arg::Kind::kPointer) throw bad("a scalar takes a number, not a pointer");
+        const double v = a.kind() == Arg::Kind::kReal ? a.real()
+                         : a.unsigned_overflow()
+                             ? static_cast<double>(static_cast<std::uint64_t>(a.integer()))
+                             : static_cast<double>(a.integer());
+        if (p.bytes == 4) {
+          const float f = static_cast<float>(v);
+          std::memcpy(&storage[i], &f, 4);
+        } else {
+          std::memcpy(&storage[i], &v, 8);
+        }
+      } else {
+        if (a.kind() != Arg::Kind::kInteger) throw bad("an integer scalar takes an integer");
+        const std::int64_t v = a.integer();
+        const int bits = p.bytes * 8;
+        const bool fits = a.unsigned_overflow() ? (!p.is_signed && bits == 64)
+                          : p.is_signed ? (bits == 64 || (v >= -(std::int64_t(1) << (bits - 1)) &&
+                                                          v < (std::int64_t(1) << (bits - 1))))
+                                        : (v >= 0 && (bits == 64 || v < (std::int64_t(1) << bits)));
+        if (!fits) throw bad(std::to_string(v) + " does not fit its type");
+        std::memcpy(&storage[i], &v, static_cast<std::size_t>(p.bytes));
+      }
+      pointers[i] = &storage[i];
+    }
+    device->make_current();
+    if (plan.shared > static_cast<unsigned>(device->limits().smem_per_block))
+      entry->kernel->allow_dynamic_smem(0, static_cast<int>(plan.shared));
+    entry->kernel->launch(0, plan.grid[0], plan.grid[1], plan.grid[2], plan.block[0], plan.block[1],
+                          plan.block[2], plan.shared, stream, pointers);
+  }
+
   // `call` was checked when it was made (histogram_*_call), before anything touches the GPU.
   void histogram(const HistogramCall& call, CUstream stream) {
     if (call.n == 0 && call.accumulate) return;
@@ -310,6 +423,11 @@ void Runtime::histogram_even(const std::int32_t* samples, std::size_t n, int bin
 void Runtime::histogram_even(const float* samples, std::size_t n, int bins, float lower,
                              float upper, std::uint32_t* counts, bool accumulate, CUstream stream) {
   impl().histogram(histogram_even_call(samples, n, bins, lower, upper, counts, accumulate), stream);
+}
+
+void Runtime::launch(const std::string& family, const ProblemSpec& problem,
+                     const std::vector<Arg>& args, CUstream stream) {
+  impl().launch(family, problem, args, stream);
 }
 
 Choice Runtime::explain(const std::string& family_name, const std::string& problem_key) {

@@ -53,6 +53,35 @@ for step in "${steps[@]}"; do
       run_step faults-tune "$KTUNE" tune faults --db "$fdb" --strategy exhaustive --max-evals 0
       run_step faults-rows "$KTUNE" query --db "$fdb" --family faults --all
       ;;
+    transpose)
+      # A user's family from its family file alone (examples/transpose): tuned exhaustively on a
+      # square and an odd-sized problem, a planted wrong kernel caught, then the bench.
+      fam=examples/transpose/transpose.family.toml
+      run_step transpose-tune "$KTUNE" tune transpose --family-file "$fam" --rows 8192 --cols 8192 \
+        --strategy exhaustive --max-evals 0
+      run_step transpose-tune-odd "$KTUNE" tune transpose --family-file "$fam" --rows 1000 \
+        --cols 777 --dtype f64 --strategy exhaustive --max-evals 0
+      broken=$(mktemp -d)
+      cp examples/transpose/transpose.cuh "$fam" "$broken/"
+      # With ROWS = 2 the kernel skips the tile's last row: every such candidate must fail.
+      sed -i 's/for (int j = 0; j < TILE; j += STEP) {/for (int j = 0; j < TILE - (ROWS == 2 ? STEP : 0); j += STEP) {/' \
+        "$broken/transpose.cuh"
+      bdb=$(mktemp -d)/broken.db
+      run_step transpose-broken "$KTUNE" tune transpose --family-file "$broken/transpose.family.toml" \
+        --db "$bdb" --rows 2048 --cols 2048 --strategy exhaustive --max-evals 0
+      run_step transpose-broken-rows "$KTUNE" query --family-file "$broken/transpose.family.toml" \
+        --db "$bdb" --family transpose --all
+      run_step transpose-bench "$KTUNE" bench transpose --family-file "$fam" --rows 8192 --cols 8192 \
+        --csv "$OUT/transpose-8192-f32.csv"
+      run_step transpose-bench-odd "$KTUNE" bench transpose --family-file "$fam" --rows 1000 \
+        --cols 777 --dtype f64 --csv "$OUT/transpose-1000x777-f64.csv"
+      # The application built against the installed package (tests/install_example.sh . keep):
+      # a tuned problem (exact) and an untuned one (nearest), through Runtime::launch.
+      if [ -x "$BUILD/example/transpose_example" ]; then
+        run_step transpose-app-exact "$BUILD/example/transpose_example" "$fam" 8192 8192
+        run_step transpose-app-nearest "$BUILD/example/transpose_example" "$fam" 3000 4099
+      fi
+      ;;
     kill-resume)
       # kill -9 of a GPU tuning run with candidates in a worker: no worker may outlive it, and
       # the same command resumes (the candidate in flight recorded as crashed).

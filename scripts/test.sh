@@ -21,7 +21,7 @@ cmake --build "$sanitize"
 ctest --test-dir "$sanitize" -L host -E "CheckCompiles|InstallAndBuildExample" --output-on-failure
 
 seconds=${KTUNE_FUZZ_SECONDS:-30}
-for target in parsers import expr; do
+for target in parsers import expr family; do
   scratch=$(mktemp -d)
   # New inputs go to the scratch folder; the committed corpus is read only.
   status=0

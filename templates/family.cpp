@@ -6,6 +6,7 @@
 
 #include "ktune/error.hpp"
 #include "runtime/util.hpp"
+#include "templates/file_family.hpp"
 
 namespace ktune {
 
@@ -39,12 +40,26 @@ std::vector<std::string> included_headers(const std::string& source) {
 
 }  // namespace
 
+SourceSet Family::sources() const {
+  SourceSet s;
+  s.name = source_file();
+  s.text = template_source(s.name);
+  for (const auto& header : included_headers(s.text))
+    s.headers.emplace_back(header, template_source(header));
+  return s;
+}
+
 std::string Family::template_hash() const {
   std::call_once(hash_once_, [this] {
     Hasher h;
-    std::string source = template_source(source_file());
-    h.add(name()).add(static_cast<std::int64_t>(descriptor_version())).add(source);
-    for (const auto& header : included_headers(source)) h.add(header).add(template_source(header));
+    const SourceSet s = sources();
+    h.add(name()).add(static_cast<std::int64_t>(descriptor_version())).add(s.text);
+    for (const auto& [header, text] : s.headers) h.add(header).add(text);
+    // Built-in families hash exactly what they did before family files existed.
+    if (!s.options.empty() || !s.hashed.empty()) {
+      for (const auto& o : s.options) h.add(o);
+      h.add(s.hashed);
+    }
     hash_ = h.hex().substr(0, 16);
   });
   return hash_;
@@ -52,11 +67,12 @@ std::string Family::template_hash() const {
 
 CompileRequest Family::compile_request(const Config& config, const Problem& problem,
                                        const std::string& arch) const {
+  SourceSet s = sources();
   CompileRequest r;
-  r.source_name = source_file();
-  r.source = template_source(source_file());
-  for (const auto& header : included_headers(r.source))
-    r.headers.emplace_back(header, template_source(header));
+  r.source_name = std::move(s.name);
+  r.source = std::move(s.text);
+  r.headers = std::move(s.headers);
+  r.options = std::move(s.options);
   r.name_expressions = name_expressions(config, problem);
   r.arch = arch;
   return r;
@@ -70,6 +86,27 @@ Config Family::normalize(Config config) const {
 
 Problem Family::parse_problem(std::string_view key) const {
   Problem problem = Problem::parse(name(), key);
+  validate(problem);
+  return problem;
+}
+
+Problem Family::make_problem(const std::map<std::string, std::int64_t>& sizes,
+                             const std::map<std::string, std::string>& attrs) const {
+  const std::vector<Problem> defaults = default_problems();
+  Problem problem = defaults.empty() ? Problem{} : defaults.front();
+  problem.family = name();
+  for (const auto& [axis, value] : sizes) {
+    if (problem.attrs.count(axis))
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": axis " + axis + " takes one of a list of names, not a number");
+    problem.sizes[axis] = value;
+  }
+  for (const auto& [axis, value] : attrs) {
+    if (problem.sizes.count(axis))
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": axis " + axis + " takes a number, not '" + value + "'");
+    problem.attrs[axis] = value;
+  }
   validate(problem);
   return problem;
 }
@@ -94,18 +131,29 @@ void Family::check_config(const Config& config) const {
   }
 }
 
+std::vector<const Family*> builtin_families() {
+  return {&elementwise_family(), &gemm_family(), &histogram_family(), &faults_family()};
+}
+
 std::vector<const Family*> all_families() {
-  return {&elementwise_family(), &gemm_family(), &histogram_family()};
+  std::vector<const Family*> out;
+  for (const Family* f : builtin_families())
+    if (!f->test_only()) out.push_back(f);
+  for (const Family* f : user_families()) out.push_back(f);
+  return out;
 }
 
 const Family& find_family(const std::string& name) {
-  if (name == faults_family().name()) return faults_family();
+  for (const Family* f : builtin_families())
+    if (f->name() == name) return *f;
   std::string known;
   for (const Family* f : all_families()) {
     if (f->name() == name) return *f;
     known += (known.empty() ? "" : ", ") + f->name();
   }
-  throw Error(ErrorCode::kInvalidArgument, "unknown family '" + name + "' (known: " + known + ")");
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown family '" + name + "' (known: " + known +
+                  "; a family of your own is named by --family-file or $KTUNE_FAMILY_PATH)");
 }
 
 }  // namespace ktune

@@ -4,8 +4,10 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,31 @@ class Workload {
   virtual std::size_t bytes() const = 0;
 };
 
+// What a family compiles: its main source, the headers it includes by name, extra NVRTC
+// options, and text that the template hash covers besides them (a family file's declarations).
+struct SourceSet {
+  std::string name;
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::string> options;
+  std::string hashed;
+};
+
+// How Runtime::launch runs a family's kernel for one (configuration, problem, device): the
+// geometry, and what each argument in the kernel's order is.
+struct LaunchPlan {
+  struct Argument {
+    std::string name;
+    bool buffer = true;
+    std::uint64_t length = 0;  // a buffer's elements (a null pointer is allowed only for 0)
+    int bytes = 0;             // a scalar's size
+    bool floating = false, is_signed = false;
+  };
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  unsigned shared = 0;
+  std::vector<Argument> arguments;
+};
+
 class Family {
  public:
   virtual ~Family() = default;
@@ -51,6 +78,23 @@ class Family {
   virtual std::string metric_unit() const = 0;  // "GB/s" or "TFLOPS"
   // A family for tests of the tuner itself (planted faults): found by name, never listed.
   virtual bool test_only() const { return false; }
+  // Where the family comes from: "built-in", or the path of its family file.
+  virtual std::string origin() const { return "built-in"; }
+  // The sources: by default the embedded template source_file() and the headers it includes.
+  virtual SourceSet sources() const;
+  // For `ktune params`: problem axes ("name\trange\thelp") and constraints ("why\trule"), where
+  // the family declares them as data.
+  virtual std::vector<std::string> describe_axes() const { return {}; }
+  virtual std::vector<std::string> describe_constraints() const { return {}; }
+  // For Runtime::launch: the plan of the kernel for `config`, or nullopt for a family that
+  // launches only through its typed calls (the built-in ones). Throws Error(kInvalidArgument)
+  // when the geometry is impossible on the device.
+  virtual std::optional<LaunchPlan> launch_plan(const Config&, const Problem&,
+                                                const DeviceLimits&) const {
+    return std::nullopt;
+  }
+  // Name expressions of reference kernels in the family's sources, for `ktune check`.
+  virtual std::vector<std::string> reference_names(const Problem&) const { return {}; }
 
   // Problems that together instantiate every kernel variant (ktune check), and the problems
   // `ktune tune` tunes when none is named.
@@ -100,6 +144,10 @@ class Family {
   // A problem key read from a database, a file or a caller: parsed and validated, so that no
   // key reaches a family's arithmetic unchecked. Throws Error(kInvalidArgument).
   Problem parse_problem(std::string_view key) const;
+  // A problem from axis values (sizes and categorical ones); axes not given take the values of
+  // the first of default_problems(). Validated; throws Error(kInvalidArgument).
+  Problem make_problem(const std::map<std::string, std::int64_t>& sizes,
+                       const std::map<std::string, std::string>& attrs) const;
 
   // Template hash: a changed template (or descriptor version) makes old results stale.
   std::string template_hash() const;
@@ -121,9 +169,12 @@ class Family {
 };
 
 // Families by name (test-only ones included); throws Error(kInvalidArgument) listing the known
-// ones. all_families() lists the families for users: test-only ones are left out.
+// ones. all_families() lists the families for users: the built-in ones (test-only ones left
+// out), then those of family files (templates/file_family.hpp), which both load at first use.
 const Family& find_family(const std::string& name);
 std::vector<const Family*> all_families();
+// The families compiled into ktune, test-only ones included.
+std::vector<const Family*> builtin_families();
 
 // Text of an embedded template file ("common.cuh"); throws Error(kInternal) if unknown.
 std::string template_source(const std::string& file);

@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ktune/error.hpp"
+#include "ktune/launch.hpp"
 
 // The same declaration as in cuda.h / cuda_runtime.h: a cudaStream_t, a CUstream, or a stream
 // from PyTorch (torch.cuda.current_stream().cuda_stream) or CuPy can be passed as is.
@@ -37,6 +39,9 @@ struct Options {
   // Receives what the runtime warns about (a database it cannot use, a network filesystem).
   // Empty: printed to stderr, prefixed "ktune: warning: ".
   std::function<void(const std::string&)> on_warning;
+  // Family files (NAME.family.toml) whose kernels launch() may run, besides those of
+  // $KTUNE_FAMILY_PATH and $KTUNE_FAMILY_FILES. A file that cannot be read throws at construction.
+  std::vector<std::string> family_files;
 };
 
 // Tunes one problem at its first call (Options::tune_on_miss). The runtime does not depend on
@@ -131,6 +136,15 @@ class Runtime {
                       CUstream stream = nullptr);
   void histogram_even(const float* samples, std::size_t n, int bins, float lower, float upper,
                       std::uint32_t* counts, bool accumulate = false, CUstream stream = nullptr);
+
+  // --- any family, a family file's included: its kernel for `problem`, chosen by the same
+  // lookup chain, compiled once and launched with the geometry the family computes, `args` in
+  // the order of its family file (device pointers for buffers, numbers for scalars). Throws
+  // Error(kInvalidArgument) naming what is wrong (an unknown axis, a value out of range, a
+  // missing or extra argument, a null buffer, a scalar that does not fit its type); nothing is
+  // launched then. A built-in family launches through its typed call above (kUnsupported here).
+  void launch(const std::string& family, const ProblemSpec& problem, const std::vector<Arg>& args,
+              CUstream stream = nullptr);
 
   // Which configuration a problem gets and why. `problem` is a key as `ktune query` prints it,
   // e.g. family "elementwise", problem "dtype=f32;op=copy;align=16;n=1048576".

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -166,15 +167,23 @@ TEST(RuntimeGpu, TunedConfigurationsOfEachFamily) {
   Options o;
   o.database = path;
   Runtime rt(o);
-  for (const auto& [family, problem] : std::vector<std::pair<std::string, std::string>>{
-           {"gemm", "align=1;dtype=f32;k=33;m=61;n=47;op=nn"},
-           {"gemm", "align=2;dtype=f64;k=65;m=97;n=129;op=nn"},
-           {"histogram", "align=16;bins=256;dtype=u8;n=100003"},
-           {"histogram", "align=16;bins=1024;dtype=f32;n=1048583"},
-           {"elementwise", "align=16;dtype=f32;n=50021;op=copy"}}) {
+  const std::vector<std::pair<std::string, std::string>> problems = {
+      {"gemm", "align=1;dtype=f32;k=33;m=61;n=47;op=nn"},
+      {"gemm", "align=2;dtype=f64;k=65;m=97;n=129;op=nn"},
+      {"histogram", "align=16;bins=256;dtype=u8;n=100003"},
+      {"histogram", "align=16;bins=1024;dtype=f32;n=1048583"},
+      {"elementwise", "align=16;dtype=f32;n=50021;op=copy"}};
+  auto tuned_here = [](const Choice& c) {
+    return c.step == LookupStep::kExact || c.step == LookupStep::kNearest;
+  };
+  // A database with results of other GPUs only (the shipped H200 presets on an H100) answers
+  // from the same architecture: nothing of this GPU to test.
+  if (std::none_of(problems.begin(), problems.end(),
+                   [&](const auto& p) { return tuned_here(rt.explain(p.first, p.second)); }))
+    GTEST_SKIP() << path << " holds no tuned results of this GPU (run ktune tune first)";
+  for (const auto& [family, problem] : problems) {
     const Choice c = rt.explain(family, problem);
-    EXPECT_TRUE(c.step == LookupStep::kExact || c.step == LookupStep::kNearest)
-        << family << " " << problem << ": " << to_string(c.step);
+    EXPECT_TRUE(tuned_here(c)) << family << " " << problem << ": " << to_string(c.step);
     std::cout << "[ tuned    ] " << family << " " << problem << ": " << to_string(c.step) << " "
               << c.config << "\n";
   }

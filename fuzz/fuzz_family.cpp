@@ -1,0 +1,59 @@
+// libFuzzer target: family files. The input is a family file's text, read beside a fixed kernel
+// source; it either loads or throws ktune::Error. A family that loads is exercised on its check
+// problems: the constraints, the launch geometry, the names and the default configuration run
+// without a fault. Anything else (a crash, another exception, undefined behaviour) is a finding.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "ktune/error.hpp"
+#include "templates/file_family.hpp"
+
+namespace {
+
+// A folder with a source the fuzzed files may name ("k.cuh"), made once per process.
+const std::string& folder() {
+  static const std::string path = [] {
+    char pattern[] = "/tmp/ktune-fuzz-family-XXXXXX";
+    const char* made = ::mkdtemp(pattern);
+    if (!made) std::abort();
+    std::ofstream(std::string(made) + "/k.cuh")
+        << "template <int A> __global__ void k(float*) {}\n";
+    return std::string(made);
+  }();
+  return path;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::unique_ptr<ktune::Family> family;
+  try {
+    family = ktune::parse_family_file(text, folder() + "/f.family.toml");
+  } catch (const ktune::Error&) {
+    return 0;  // a clear error is the expected answer to a bad file
+  }
+  const ktune::DeviceLimits limits = ktune::DeviceLimits::for_arch(9, 0);
+  for (const ktune::Problem& p : family->check_problems()) {
+    try {
+      family->validate(p);
+    } catch (const ktune::Error&) {
+      continue;
+    }
+    for (const ktune::Config& c : {family->default_config(p, limits)}) {
+      (void)family->reject(c, p, limits);  // reports, never throws
+      (void)family->block_threads(c, p);
+      try {
+        (void)family->name_expressions(c, p);
+        (void)family->reference_names(p);
+      } catch (const ktune::Error&) {
+      }
+    }
+  }
+  return 0;
+}

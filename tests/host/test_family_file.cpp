@@ -1,0 +1,212 @@
+// Family files: the example family read and evaluated, bad files refused with file, line and key,
+// the template hash, and the CLI knowing a user's family through --family-file and
+// $KTUNE_FAMILY_PATH (NVRTC compiles for sm_90 without a GPU).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ktune/error.hpp"
+#include "run_cli.hpp"
+#include "temp_dir.hpp"
+#include "templates/file_family.hpp"
+
+namespace ktune {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+using testing::TempDir;
+
+const std::string kExample = std::string(KTUNE_SOURCE_DIR) + "/examples/transpose";
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A copy of the example in a folder of its own, with the family file's text changed.
+struct Copy {
+  TempDir dir;
+  std::string path;
+  explicit Copy(const std::string& from = "", const std::string& to = "",
+                const std::string& name = "transpose.family.toml") {
+    fs::copy_file(kExample + "/transpose.cuh", dir.file("transpose.cuh"));
+    std::string text = read(kExample + "/transpose.family.toml");
+    if (!from.empty()) {
+      const auto at = text.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      if (at != std::string::npos) text.replace(at, from.size(), to);
+    }
+    path = dir.file(name);
+    std::ofstream(path) << text;
+  }
+};
+
+Problem problem(const Family& f, const std::string& key) { return f.parse_problem(key); }
+
+TEST(FamilyFile, TheExampleIsReadAndItsRulesApply) {
+  auto f = load_family_file(kExample + "/transpose.family.toml");
+  EXPECT_EQ(f->name(), "transpose");
+  EXPECT_EQ(f->metric_unit(), "GB/s");
+  ASSERT_EQ(f->params().size(), 3u);
+  EXPECT_EQ(f->params()[0].name, "TILE");
+  EXPECT_EQ(f->params()[1].values, (std::vector<std::int64_t>{1, 2, 4, 8, 16, 32}));
+
+  const Problem p = problem(*f, "cols=777;dtype=f64;rows=1000");
+  const DeviceLimits h100 = DeviceLimits::for_arch(9, 0);
+  const Config good{{"TILE", 32}, {"ROWS", 8}, {"PAD", 1}};
+  EXPECT_EQ(f->reject(good, p, h100), "");
+  EXPECT_EQ(f->name_expressions(good, p), std::vector<std::string>{"transpose<double, 32, 8, 1>"});
+  EXPECT_EQ(f->block_threads(good, p), 32 * 4);
+  EXPECT_EQ(f->reject({{"TILE", 16}, {"ROWS", 32}, {"PAD", 0}}, p, h100), "ROWS must divide TILE");
+  EXPECT_EQ(f->reject({{"TILE", 64}, {"ROWS", 2}, {"PAD", 0}}, p, h100),
+            "the block has more threads than the device allows");
+  // 64 x 65 doubles: 33,280 bytes fit 48 KiB; the device's limit decides.
+  DeviceLimits small = h100;
+  small.smem_per_block = 16 * 1024;
+  EXPECT_EQ(f->reject({{"TILE", 64}, {"ROWS", 16}, {"PAD", 1}}, p, small),
+            "the tile does not fit in static shared memory");
+  EXPECT_EQ(f->reject({{"TILE", 64}, {"ROWS", 16}, {"PAD", 1}}, p, h100), "");
+  // The default serves every problem; reference names come from the axes alone.
+  EXPECT_EQ(f->reject(f->default_config(p, h100), p, h100), "");
+  EXPECT_EQ(f->reference_names(p), std::vector<std::string>{"transpose_reference<double>"});
+  EXPECT_EQ(f->check_problems().size(), 2u);
+  EXPECT_EQ(f->default_problems().front().key(), "cols=8192;dtype=f32;rows=8192");
+
+  // Problems out of the axes' ranges or values, or with extra fields, are refused by name.
+  for (const auto& [key, names] : std::vector<std::pair<std::string, std::string>>{
+           {"cols=0;dtype=f32;rows=4", "cols must be in [1, 1048576]"},
+           {"cols=4;dtype=f16;rows=4", "dtype 'f16' is not one of f32, f64"},
+           {"cols=4;dtype=f32", "no rows"},
+           {"cols=4;dtype=f32;k=3;rows=4", "not one of the axes"}}) {
+    try {
+      problem(*f, key);
+      ADD_FAILURE() << key << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    }
+  }
+}
+
+struct BadFile {
+  std::string from, to;
+  std::string says;  // part of the message: file:line, key, what
+};
+
+TEST(FamilyFile, ABadFileIsRefusedNamingTheFileTheLineAndTheKey) {
+  const std::vector<BadFile> cases = {
+      {"name = \"transpose\"", "name = \"transpose", "transpose.family.toml:6:"},
+      {"description =", "descripton =", "key 'descripton': unknown key"},
+      {"values = [16, 32, 64]", "values = []", "key 'parameter.TILE.values': lists no value"},
+      {"rule = \"TILE % ROWS == 0\"", "rule = \"TILE % ROWZ == 0\"",
+       "'ROWZ' is not a parameter, problem axis or derived value"},
+      {"rule = \"TILE % ROWS == 0\"", "rule = \"TILE % (ROWS == 0\"", "column"},
+      {"default = 8192, help = \"rows", "default = 0, help = \"rows",
+       "key 'axes.rows': default out of range"},
+      {"reference = \"transpose_reference<{T}>\"\n", "", "key 'verify.reference': missing"},
+      {"length = \"rows * cols\"\nrole = \"out\"", "length = \"rows * TILE\"\nrole = \"out\"",
+       "'TILE' depends on a tuning parameter"},
+      {"source = \"transpose.cuh\"", "source = \"nothere.cuh\"", "nothere.cuh: no such file"},
+      {"kernel = \"transpose<{T}, {TILE}, {ROWS}, {PAD}>\"",
+       "kernel = \"transpose<{T}, {TILE}, {ROWS}, {PAD>\"", "key 'kernel'"},
+      {"ROWS = 8\nPAD = 1", "ROWS = 3\nPAD = 1", "key 'default.ROWS': 3 is not one of its values"},
+      {"unit = \"GB/s\"", "unit = \"fast\"", "key 'metric.unit'"},
+      {"tolerance = \"exact\"", "tolerance = { ulps = -1 }", "must be >= 0"},
+      {"device.max_threads_per_block", "device.max_thread_per_block", "device names:"},
+  };
+  for (const auto& c : cases) {
+    Copy copy(c.from, c.to);
+    try {
+      load_family_file(copy.path);
+      ADD_FAILURE() << "accepted with '" << c.to << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      const std::string what = e.what();
+      EXPECT_NE(what.find(copy.path), std::string::npos) << what;
+      EXPECT_NE(what.find(c.says), std::string::npos) << "with '" << c.to << "': " << what;
+    }
+  }
+}
+
+TEST(FamilyFile, TheHashCoversTheKernelNotTheReferenceOrComments) {
+  const std::string base = load_family_file(Copy().path)->template_hash();
+  EXPECT_EQ(load_family_file(Copy("# A user's kernel", "# Edited comment").path)->template_hash(),
+            base);
+  EXPECT_EQ(load_family_file(Copy("tolerance = \"exact\"", "tolerance = { ulps = 2 }").path)
+                ->template_hash(),
+            base);
+  EXPECT_EQ(load_family_file(Copy("help = \"element type\"", "help = \"the type\"").path)
+                ->template_hash(),
+            base);
+  EXPECT_NE(
+      load_family_file(Copy("values = [16, 32, 64]", "values = [16, 32]").path)->template_hash(),
+      base);
+  EXPECT_NE(load_family_file(Copy("block = [\"TILE\", \"TILE / ROWS\"]",
+                                  "block = [\"TILE\", \"TILE / ROWS\", 1]")
+                                 .path)
+                ->template_hash(),
+            base);
+  Copy edited;
+  std::ofstream(edited.dir.file("transpose.cuh"), std::ios::app) << "// an edit\n";
+  EXPECT_NE(load_family_file(edited.path)->template_hash(), base);
+}
+
+TEST(FamilyFile, TheCliKnowsAFamilyFromAFlagOrTheFamilyPath) {
+  Copy copy;
+  // --family-file anywhere on the line.
+  auto params = run_cli({"params", "transpose", "--family-file", copy.path});
+  EXPECT_EQ(params.exit_code, 0) << params.err;
+  for (const char* word : {"TILE", "ROWS", "PAD", "ROWS must divide TILE", "rows", "1 .. 1048576"})
+    EXPECT_NE(params.out.find(word), std::string::npos) << word << "\n" << params.out;
+  // $KTUNE_FAMILY_PATH: every *.family.toml in the folders.
+  auto help = run_cli({"tune", "transpose", "--help"},
+                      "KTUNE_FAMILY_PATH=" + testing::shell_quote(copy.dir.path().string()));
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("--rows"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--max-evals"), std::string::npos) << help.out;
+  // Axis options are checked before any GPU is looked for.
+  auto bad = run_cli({"tune", "transpose", "--rows", "0"},
+                     "KTUNE_FAMILY_PATH=" + testing::shell_quote(copy.dir.path().string()));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("rows must be in"), std::string::npos) << bad.err;
+  // Without it the family is unknown, and the message says how to name one.
+  auto unknown = run_cli({"params", "transpose"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--family-file"), std::string::npos) << unknown.err;
+  // A broken file is reported with its line before anything runs.
+  Copy broken("[launch]", "[lunch]");
+  auto r = run_cli({"query", "--family-file", broken.path});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(broken.path + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lunch"), std::string::npos) << r.err;
+  // A built-in family's name is refused.
+  Copy taken("name = \"transpose\"", "name = \"gemm\"");
+  auto t = run_cli({"params", "gemm", "--family-file", taken.path});
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_NE(t.err.find("built-in"), std::string::npos) << t.err;
+}
+
+TEST(FamilyFile, CheckCompilesAUserFamilyForSm90WithoutAGpu) {
+  Copy copy;
+  auto r =
+      run_cli({"check", "--family-file", copy.path, "--family", "transpose", "--arch", "sm_90"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("all kernels compile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cols=777;dtype=f64;rows=1000"), std::string::npos) << r.out;
+  // A source that does not compile fails the check, naming the kernel.
+  Copy broken;
+  std::ofstream(broken.dir.file("transpose.cuh"), std::ios::app)
+      << "template <typename T> __global__ void transpose_reference(T* out, const T* in, int r, "
+         "int c) { undeclared_thing; }\n";
+  auto b =
+      run_cli({"check", "--family-file", broken.path, "--family", "transpose", "--arch", "sm_90"});
+  EXPECT_NE(b.exit_code, 0) << b.out;
+  EXPECT_NE(b.err.find("transpose_reference"), std::string::npos) << b.err;
+}
+
+}  // namespace
+}  // namespace ktune
