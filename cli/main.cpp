@@ -193,7 +193,7 @@ std::vector<char*> take_family_files(int argc, char** argv) {
       rest.push_back(argv[i]);
       continue;
     }
-    ktune::add_family_file(path);
+    ktune::add_family_file(path, /*for_child_processes=*/true);
   }
   ktune::user_families();  // $KTUNE_FAMILY_PATH: a broken file is reported before anything runs
   rest.push_back(nullptr);

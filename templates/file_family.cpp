@@ -423,12 +423,85 @@ Problem read_problem(const Reader& r, const Spec& spec, const toml::node* n,
   return p;
 }
 
+// Where TOML allows only ASCII (outside strings and comments), a non-ASCII byte is refused before
+// toml++ sees it: toml++ 3.3 reaches __builtin_unreachable() when it classifies some code points
+// (U+00A1 to U+0499) as whitespace there, undefined behaviour that our fuzzing found. TOML
+// refuses such a file anyway; strings and comments keep any UTF-8.
+void check_ascii_outside_strings(const std::string& text, const std::string& path) {
+  enum class State { kNormal, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
+  State state = State::kNormal;
+  std::size_t line = 1;
+  auto at = [&](std::size_t i, const char* what) {
+    return text.compare(i, std::strlen(what), what) == 0;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      if (state == State::kComment || state == State::kBasic || state == State::kLiteral)
+        state = State::kNormal;  // single-line: an unterminated one is toml++'s error to report
+      continue;
+    }
+    switch (state) {
+      case State::kNormal:
+        if (static_cast<unsigned char>(c) >= 0x80)
+          throw Error(ErrorCode::kInvalidArgument,
+                      path + ":" + std::to_string(line) +
+                          ": a non-ASCII character outside a string or a comment");
+        if (c == '#') {
+          state = State::kComment;
+        } else if (at(i, "\"\"\"")) {
+          state = State::kMultiBasic;
+          i += 2;
+        } else if (at(i, "'''")) {
+          state = State::kMultiLiteral;
+          i += 2;
+        } else if (c == '"') {
+          state = State::kBasic;
+        } else if (c == '\'') {
+          state = State::kLiteral;
+        }
+        break;
+      case State::kComment:
+        break;
+      case State::kBasic:
+        if (c == '\\')
+          ++i;  // an escape: the next byte does not end the string
+        else if (c == '"')
+          state = State::kNormal;
+        break;
+      case State::kLiteral:
+        if (c == '\'') state = State::kNormal;
+        break;
+      case State::kMultiBasic:
+        if (c == '\\') {
+          if (i + 1 < text.size() && text[i + 1] == '\n') ++line;
+          ++i;
+        } else if (at(i, "\"\"\"")) {
+          // Up to two more quotes belong to the string: """a""""" is a"".
+          i += 2;
+          while (i + 1 < text.size() && text[i + 1] == '"') ++i;
+          state = State::kNormal;
+        }
+        break;
+      case State::kMultiLiteral:
+        if (at(i, "'''")) {
+          i += 2;
+          while (i + 1 < text.size() && text[i + 1] == '\'') ++i;
+          state = State::kNormal;
+        }
+        break;
+    }
+  }
+}
+
 Spec read_spec(const std::string& path, const std::string& text) {
   Spec spec;
   spec.path = path;
   spec.folder = fs::absolute(path).parent_path().string();
   Reader r(path);
   toml::table root;
+  check_ascii_outside_strings(text, path);
   try {
     root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
@@ -1274,7 +1347,7 @@ const std::vector<const Family*>& user_families() {
   return r.families;
 }
 
-const Family& add_family_file(const std::string& path) {
+const Family& add_family_file(const std::string& path, bool for_child_processes) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   load_environment(r);
@@ -1287,7 +1360,7 @@ const Family& add_family_file(const std::string& path) {
       if (f->origin() == canonical) added = f;
   // Child processes (the tuner's workers) load the same files.
   std::string files = std::getenv("KTUNE_FAMILY_FILES") ? std::getenv("KTUNE_FAMILY_FILES") : "";
-  if (files.find(canonical) == std::string::npos) {
+  if (for_child_processes && files.find(canonical) == std::string::npos) {
     files += (files.empty() ? "" : ":") + canonical;
     ::setenv("KTUNE_FAMILY_FILES", files.c_str(), 1);
   }

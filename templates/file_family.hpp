@@ -24,8 +24,9 @@ std::unique_ptr<Family> parse_family_file(const std::string& text, const std::st
 // $KTUNE_FAMILY_PATH. Loaded once, at the first call; an error is thrown at every call.
 const std::vector<const Family*>& user_families();
 
-// Adds a family file to this process and to $KTUNE_FAMILY_FILES (for child processes). Throws
-// when it cannot be loaded or its name is taken. Returns the family.
-const Family& add_family_file(const std::string& path);
+// Adds a family file to this process and, with `for_child_processes`, to $KTUNE_FAMILY_FILES
+// (the CLI does, for the tuner's worker processes; a library leaves its host's environment
+// alone). Throws when it cannot be loaded or its name is taken. Returns the family.
+const Family& add_family_file(const std::string& path, bool for_child_processes = false);
 
 }  // namespace ktune
