@@ -1255,6 +1255,24 @@ std::string FileWorkload::verify(CUstream stream) {
   return {};
 }
 
+// The family of a spec whose [[check]] and [[tune]] problems are valid ones of its axes.
+std::unique_ptr<Family> make_family(Spec spec) {
+  const std::string path = spec.path;
+  const std::vector<Problem> check = spec.check, tune = spec.tune;
+  auto family = std::make_unique<FileFamily>(std::move(spec));
+  for (const auto* list : {&check, &tune})
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      try {
+        family->validate((*list)[i]);
+      } catch (const Error& e) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    path + ": [[" + (list == &check ? "check" : "tune") + "]] entry " +
+                        std::to_string(i + 1) + ": " + e.what());
+      }
+    }
+  return family;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The registry of user families
 
@@ -1298,7 +1316,7 @@ void add_locked(Registry& r, const std::string& path) {
     if (f->name() == spec.name)
       throw Error(ErrorCode::kInvalidArgument,
                   canonical + ": family '" + spec.name + "' is already defined by " + f->origin());
-  r.owned.push_back(std::make_unique<FileFamily>(std::move(spec)));
+  r.owned.push_back(make_family(std::move(spec)));
   r.families.push_back(r.owned.back().get());
 }
 
@@ -1333,11 +1351,11 @@ void load_environment(Registry& r) {
 }  // namespace
 
 std::unique_ptr<Family> load_family_file(const std::string& path) {
-  return std::make_unique<FileFamily>(read_spec(path, read_text(path, "family file")));
+  return make_family(read_spec(path, read_text(path, "family file")));
 }
 
 std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path) {
-  return std::make_unique<FileFamily>(read_spec(path, text));
+  return make_family(read_spec(path, text));
 }
 
 const std::vector<const Family*>& user_families() {

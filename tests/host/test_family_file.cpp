@@ -123,6 +123,8 @@ TEST(FamilyFile, ABadFileIsRefusedNamingTheFileTheLineAndTheKey) {
       // A non-ASCII character where TOML allows none is refused before toml++ sees it (toml++
       // 3.3 runs into undefined behaviour classifying U+00A1..U+0499 there).
       {"[launch]\n", "[launch]\n\xc2\xa1 = 1\n", "non-ASCII character outside a string"},
+      {"rows = 1000\ncols = 777\ndtype = \"f64\"", "rows = 0\ncols = 777\ndtype = \"f64\"",
+       "[[check]] entry 2: transpose: rows must be in"},
   };
   for (const auto& c : cases) {
     Copy copy(c.from, c.to);
