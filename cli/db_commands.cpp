@@ -139,6 +139,10 @@ int cmd_db_check(const Common& common) {
             << "; " << r.devices << " device(s), " << r.results << " result(s): " << r.ok << " ok, "
             << s.stale << " stale, " << r.in_flight << " in flight; " << r.runs << " run(s), "
             << r.binaries << " cached binar" << (r.binaries == 1 ? "y" : "ies") << ")\n";
+  if (s.other_families > 0 && !common.quiet)
+    std::cerr << "ktune: " << s.other_families
+              << " result(s) belong to families not loaded here (kept; name their family file "
+                 "with --family-file to read them)\n";
   if (r.in_flight > 0 && !common.quiet)
     std::cerr << "ktune: rows in flight belong to a tuning run that is going on or died; the "
                  "next tune of the same problem records them as crashed\n";

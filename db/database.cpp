@@ -1109,21 +1109,27 @@ PruneCounts Database::prune_stale(const std::map<std::string, std::string>& curr
   PruneCounts counts;
   try {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
-    std::string current = "0";
-    for (std::size_t i = 0; i < current_hashes.size(); ++i)
+    // Stale: a family known here with another template hash. Rows of families this process
+    // does not know (a family file not named) are kept.
+    std::string current = "0", known = "''";
+    for (std::size_t i = 0; i < current_hashes.size(); ++i) {
       current += " OR (family=? AND template_hash=?)";
+      known += ",?";
+    }
+    current = "family IN (" + known + ") AND NOT (" + current + ")";
     auto bind_current = [&](SQLite::Statement& q) {
       int i = 1;
+      for (const auto& entry : current_hashes) q.bind(i++, entry.first);
       for (const auto& [family, hash] : current_hashes) {
         q.bind(i++, family);
         q.bind(i++, hash);
       }
     };
-    SQLite::Statement results(*db_, "DELETE FROM results WHERE NOT (" + current + ")");
+    SQLite::Statement results(*db_, "DELETE FROM results WHERE " + current);
     bind_current(results);
     counts.results = static_cast<std::size_t>(results.exec());
-    SQLite::Statement runs(*db_, "DELETE FROM runs WHERE NOT (" + current +
-                                     ") AND id NOT IN (SELECT run_id FROM results WHERE run_id "
+    SQLite::Statement runs(*db_, "DELETE FROM runs WHERE " + current +
+                                     " AND id NOT IN (SELECT run_id FROM results WHERE run_id "
                                      "IS NOT NULL)");
     bind_current(runs);
     counts.runs = static_cast<std::size_t>(runs.exec());

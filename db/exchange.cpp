@@ -669,8 +669,13 @@ PruneCounts prune_stale(Database& db) { return db.prune_stale(current_hashes());
 CheckSummary check_database(Database& db) {
   CheckSummary s;
   s.report = db.check();
-  for (const auto& [key, count] : s.report.results_by_template)
-    if (key.second != current_hash(key.first)) s.stale += count;
+  for (const auto& [key, count] : s.report.results_by_template) {
+    const std::string hash = current_hash(key.first);
+    if (hash.empty())
+      s.other_families += count;
+    else if (key.second != hash)
+      s.stale += count;
+  }
   return s;
 }
 

@@ -108,7 +108,10 @@ PruneCounts prune_stale(Database& db);
 
 struct CheckSummary {
   CheckReport report;
-  std::int64_t stale = 0;  // rows of another template version or an unknown family
+  std::int64_t stale = 0;  // rows of another template version of a family known here
+  // Rows of families this process does not know (a family file not named): never stale, never
+  // pruned; the family's file makes them readable again.
+  std::int64_t other_families = 0;
 };
 
 // Integrity, foreign keys, schema, counts. Throws Error(kDatabase) when the file is damaged.

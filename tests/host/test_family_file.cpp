@@ -270,6 +270,15 @@ TEST(FamilyFile, AFamilyFromTheFamilyPathIsCheckedAndReplayed) {
       run_cli({"strategies", "--db", copy.dir.file("rec.db"), "--replay", std::to_string(run_id)});
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(unknown.err.find("transpose"), std::string::npos) << unknown.err;
+  // Without the path, its rows are neither stale nor pruned: they wait for their family file.
+  auto checked = run_cli({"db", "check", "--db", copy.dir.file("run.db")});
+  EXPECT_EQ(checked.exit_code, 0) << checked.err;
+  EXPECT_NE(checked.out.find(" 0 stale"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.err.find("families not loaded here"), std::string::npos) << checked.err;
+  auto pruned = run_cli({"db", "prune", "--stale", "--db", copy.dir.file("run.db")});
+  EXPECT_EQ(pruned.exit_code, 0) << pruned.err;
+  auto kept = run_cli({"query", "--db", copy.dir.file("run.db"), "--family", "transpose"}, env);
+  EXPECT_NE(kept.out.find(key), std::string::npos) << kept.out;
 }
 
 TEST(FamilyFile, CheckCompilesAUserFamilyForSm90WithoutAGpu) {
