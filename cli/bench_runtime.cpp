@@ -27,6 +27,7 @@
 #include "runtime/util.hpp"
 #include "templates/elementwise.hpp"
 #include "templates/family.hpp"
+#include "templates/file_family.hpp"
 #include "templates/gemm.hpp"
 
 namespace ktune::cli {
@@ -309,6 +310,80 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
   Metric v{"repeated call output verified", copy_ok ? 1.0 : 0.0, "", "1"};
   v.holds = copy_ok;
   rows.push_back(v);
+
+  // Runtime::launch of each family file named (--family-file), on its first check problem,
+  // against cuLaunchKernel of the same kernel with the same geometry and arguments.
+  for (const Family* user : user_families()) {
+    const Problem p = user->check_problems().front();
+    auto workload = user->make_workload(p, device, cache);
+    workload->prepare(5, s);
+    const std::vector<Arg> args = file_workload_args(*workload);
+    ProblemSpec spec;
+    for (const auto& [axis, value] : p.sizes) spec.set(axis, value);
+    for (const auto& [axis, value] : p.attrs) spec.set(axis, value);
+    runtime.launch(user->name(), spec, args, s);  // the first call: lookup and compile
+    stream.synchronize();
+    const Choice c = runtime.explain(user->name(), p.key());
+    const Config cfg = parse_config(c.config);
+    auto k = cache.get(user->compile_request(cfg, p, device.limits().arch()));
+    const LaunchPlan lp = *user->launch_plan(cfg, p, device.limits());
+    std::vector<std::uint64_t> storage(args.size());
+    std::vector<void*> raw_params(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const auto& a = lp.arguments[i];
+      if (a.buffer) {
+        const void* ptr = args[i].pointer();
+        std::memcpy(&storage[i], &ptr, sizeof(ptr));
+      } else if (a.floating && a.bytes == 4) {
+        const float f = static_cast<float>(args[i].kind() == Arg::Kind::kReal
+                                               ? args[i].real()
+                                               : static_cast<double>(args[i].integer()));
+        std::memcpy(&storage[i], &f, 4);
+      } else if (a.floating) {
+        const double x = args[i].kind() == Arg::Kind::kReal
+                             ? args[i].real()
+                             : static_cast<double>(args[i].integer());
+        std::memcpy(&storage[i], &x, 8);
+      } else {
+        const std::int64_t x = args[i].integer();
+        std::memcpy(&storage[i], &x, static_cast<std::size_t>(a.bytes));
+      }
+      raw_params[i] = &storage[i];
+    }
+    std::vector<double> via_launch, via_raw;
+    for (int b = 0; b < kBatches; ++b) {
+      for (int which = 0; which < 2; ++which) {
+        const auto t0 = Clock::now();
+        if (which == 0) {
+          for (int i = 0; i < kBatch; ++i) runtime.launch(user->name(), spec, args, s);
+        } else {
+          for (int i = 0; i < kBatch; ++i)
+            check(d.cuLaunchKernel(k->function(0), lp.grid[0], lp.grid[1], lp.grid[2], lp.block[0],
+                                   lp.block[1], lp.block[2], lp.shared, s, raw_params.data(),
+                                   nullptr),
+                  "cuLaunchKernel");
+        }
+        const double us = ms_between(t0, Clock::now()) * 1e3 / kBatch;
+        (which == 0 ? via_launch : via_raw).push_back(us);
+        stream.synchronize();
+      }
+    }
+    const double l = median(via_launch), r = median(via_raw);
+    Metric lm{"repeated call, " + user->name() + " " + p.key() +
+                  " through Runtime::launch: host time above raw cuLaunchKernel",
+              l - r, "us", "<= 1 us"};
+    lm.holds = l - r <= 1.0;
+    lm.note = "Runtime::launch " + fixed(l, 3) + " us/call, cuLaunchKernel " + fixed(r, 3) +
+              " us/call; median of " + std::to_string(kBatches) + " batches of " +
+              std::to_string(kBatch) + ", alternating; lookup " + std::string(to_string(c.step));
+    rows.push_back(lm);
+    const std::string wrong = workload->verify(s);
+    Metric lv{"repeated launch() output verified (" + user->name() + ")", wrong.empty() ? 1.0 : 0.0,
+              "", "1"};
+    lv.holds = wrong.empty();
+    lv.note = wrong;
+    rows.push_back(lv);
+  }
 
   for (const auto& r : rows) all_hold &= r.holds;
   std::cout << "device: " << device.info().identity() << ", driver " << device.info().driver_version

@@ -413,8 +413,10 @@ PY
       run_step bench-histogram "$KTUNE" bench histogram --csv "$OUT/bench_histogram.csv"
       ;;
     bench-runtime)
-      # First call in a new process (binary cached) and repeated-call host overhead.
-      run_step bench-runtime "$KTUNE" bench runtime --csv "$OUT/bench_runtime.csv"
+      # First call in a new process (binary cached) and repeated-call host overhead, for the
+      # typed calls and for Runtime::launch of a family file's kernel.
+      run_step bench-runtime "$KTUNE" bench runtime --csv "$OUT/bench_runtime.csv" \
+        --family-file examples/transpose/transpose.family.toml
       ;;
     example-tune-on-miss)
       # The installed example with tune-on-miss, into a database of its own: the first call

@@ -891,6 +891,19 @@ class FileWorkload final : public Workload {
   std::string verify(CUstream stream) override;
   double work() const override { return work_; }
   std::size_t bytes() const override { return bytes_; }
+  // The kernel's arguments as Runtime::launch takes them (after prepare()).
+  std::vector<Arg> launch_args() const {
+    std::vector<Arg> out;
+    for (const Slot& slot : slots_) {
+      if (slot.arg->buffer)
+        out.emplace_back(reinterpret_cast<const void*>(slot.data.get()));
+      else if (slot.value.is_real())
+        out.emplace_back(slot.value.as_real());
+      else
+        out.emplace_back(slot.value.as_int());
+    }
+    return out;
+  }
 
  private:
   struct Slot {
@@ -899,6 +912,7 @@ class FileWorkload final : public Workload {
     std::uint64_t length = 0;
     detail::DeviceBuffer data, reference, pristine;  // reference/pristine: outputs/inouts
     std::vector<unsigned char> scalar;               // a scalar's bytes
+    expr::Value value;                               // a scalar's value
     int fill_helper = -1, compare_helper = -1;
   };
   void launch(const Kernel& kernel, std::size_t index, const Dims& grid, const Dims& block,
@@ -1190,6 +1204,7 @@ void FileWorkload::prepare(std::uint64_t seed, CUstream stream) {
     Slot& slot = slots_[i];
     if (!slot.arg->buffer) {
       slot.scalar = scalar_bytes(*slot.arg, s);
+      slot.value = slot.arg->value.eval(s.scope());
       continue;
     }
     if (slot.arg->input) {
@@ -1349,6 +1364,12 @@ void load_environment(Registry& r) {
 }
 
 }  // namespace
+
+std::vector<Arg> file_workload_args(const Workload& workload) {
+  const auto* w = dynamic_cast<const FileWorkload*>(&workload);
+  if (!w) throw Error(ErrorCode::kInternal, "file_workload_args: not a family file's workload");
+  return w->launch_args();
+}
 
 std::unique_ptr<Family> load_family_file(const std::string& path) {
   return make_family(read_spec(path, read_text(path, "family file")));

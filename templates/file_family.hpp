@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ktune/launch.hpp"
 #include "templates/family.hpp"
 
 namespace ktune {
@@ -28,5 +29,9 @@ const std::vector<const Family*>& user_families();
 // (the CLI does, for the tuner's worker processes; a library leaves its host's environment
 // alone). Throws when it cannot be loaded or its name is taken. Returns the family.
 const Family& add_family_file(const std::string& path, bool for_child_processes = false);
+
+// The arguments of a family file's workload (made by make_workload, after prepare()) as
+// Runtime::launch takes them: for timing launch() against a raw launch of the same kernel.
+std::vector<Arg> file_workload_args(const Workload& workload);
 
 }  // namespace ktune
