@@ -142,7 +142,8 @@ struct Argument {
   expr::Expression type = zero();    // buffer: an expression giving the element type's name
   expr::Expression length = zero();  // buffer: elements
   bool input = false, output = false;
-  Fill fill;
+  Fill fill;  // default: uniform in [-1, 1) for floating types, integers 0..100 for others
+  bool has_fill = false;
   std::string scalar_type;          // scalar: its type
   expr::Expression value = zero();  // scalar: its value
 };
@@ -371,8 +372,7 @@ Geometry read_geometry(const Reader& r, const toml::table& t, const std::string&
   return g;
 }
 
-Fill read_fill(const Reader& r, const toml::node* n, const std::string& key,
-               const ElementType* fixed_type) {
+Fill read_fill(const Reader& r, const toml::node* n, const std::string& key) {
   Fill f;
   const auto& t = r.table(n, key);
   r.only(t, key + ".", {"kind", "min", "max", "mean", "deviation", "value"});
@@ -396,7 +396,6 @@ Fill read_fill(const Reader& r, const toml::node* n, const std::string& key,
   } else {
     r.fail(n, key + ".kind", "'" + kind + "' is not one of uniform, normal, integers, constant");
   }
-  (void)fixed_type;
   return f;
 }
 
@@ -668,7 +667,8 @@ Spec read_spec(const std::string& path, const std::string& text) {
       a.output = role != "in";
       if (const toml::node* f = t.get("fill")) {
         if (!a.input) r.fail(f, key + ".fill", "an output is not filled (it is poisoned)");
-        a.fill = read_fill(r, f, key + ".fill", nullptr);
+        a.fill = read_fill(r, f, key + ".fill");
+        a.has_fill = true;
       }
     }
     if (std::any_of(spec.arguments.begin(), spec.arguments.end(),
@@ -1210,8 +1210,10 @@ void FileWorkload::prepare(std::uint64_t seed, CUstream stream) {
     if (slot.arg->input) {
       CUdeviceptr p = slot.data.get();
       std::uint64_t n = slot.length, sd = seed * 1000003 + i;
-      int kind = slot.arg->fill.kind;
-      double a = slot.arg->fill.a, b = slot.arg->fill.b;
+      const Fill fill =
+          slot.arg->has_fill || slot.type->floating ? slot.arg->fill : Fill{2, 0, 100};
+      int kind = fill.kind;
+      double a = fill.a, b = fill.b;
       void* args[] = {&p, &n, &sd, &kind, &a, &b};
       helpers_->launch(static_cast<std::size_t>(slot.fill_helper), blocks, 1, 1, 256, 1, 1, 0,
                        stream, args);
