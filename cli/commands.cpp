@@ -19,17 +19,18 @@
 
 #include "cli/output.hpp"
 #include "cli/table.hpp"
+#include "core/util.hpp"
 #include "db/database.hpp"
 #include "db/exchange.hpp"
+#include "families/elementwise/elementwise.hpp"
+#include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
+#include "families/histogram/histogram.hpp"
+#include "families/registry.hpp"
 #include "ktune/ktune.hpp"
-#include "runtime/device.hpp"
+#include "platform/device.hpp"
+#include "platform/nvrtc.hpp"
 #include "runtime/lookup.hpp"
-#include "runtime/nvrtc.hpp"
-#include "runtime/util.hpp"
-#include "templates/elementwise.hpp"
-#include "templates/family.hpp"
-#include "templates/gemm.hpp"
-#include "templates/histogram.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
@@ -94,7 +95,6 @@ Problem build_problem(const ProblemArgs& a) {
     find_family("histogram").validate(p);
     return p;
   }
-  if (a.family == "faults") return find_family("faults").default_problems().front();
   // A family file's family: axes from the options, the others from its first tuning problem.
   const Family& family = find_family(a.family);
   Problem p = family.default_problems().front();
@@ -490,7 +490,6 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
   bool any_failed = false;
   constexpr std::size_t kBatch = 24;  // name expressions per NVRTC program
 
-  // A named family may be a test-only one (faults), which the full check leaves out.
   const std::vector<const Family*> families =
       family_name.empty() ? all_families() : std::vector<const Family*>{&find_family(family_name)};
   for (const Family* family : families) {

@@ -15,9 +15,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "families/file_family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "ktune/version.hpp"
-#include "templates/file_family.hpp"
 #include "tuner/worker.hpp"
 
 using namespace ktune::cli;
@@ -409,9 +410,6 @@ int main(int argc, char** argv) {
   add_gemm_options(tune_gemm, problem);
   // The suite has its own shapes and ops.
   tune_gemm->get_option("--suite")->excludes("--shape")->excludes("--op");
-  // Test-only: the planted-fault family that proves a run survives faults and hangs. Hidden.
-  auto* tune_faults = add_family("faults", "");
-  tune_faults->group("");
   // Families of family files: one option per problem axis.
   std::vector<std::pair<CLI::App*, std::string>> tune_user;
   for (const ktune::Family* family : ktune::user_families()) {
@@ -702,8 +700,6 @@ int main(int argc, char** argv) {
         problem.family = "histogram";
       } else if (tune_gemm->parsed()) {
         problem.family = "gemm";
-      } else if (tune_faults->parsed()) {
-        problem.family = "faults";
       } else if (auto it = std::find_if(tune_user.begin(), tune_user.end(),
                                         [](const auto& u) { return u.first->parsed(); });
                  it != tune_user.end()) {

@@ -12,9 +12,9 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "cli/table.hpp"
+#include "core/util.hpp"
 #include "db/database.hpp"
 #include "ktune/error.hpp"
-#include "runtime/util.hpp"
 
 namespace ktune::cli {
 namespace {

@@ -20,8 +20,8 @@
 #include <set>
 #include <tuple>
 
+#include "core/util.hpp"
 #include "ktune/error.hpp"
-#include "runtime/util.hpp"
 
 namespace ktune {
 namespace fs = std::filesystem;

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.hpp"
+#include "platform/device.hpp"
+#include "platform/kernel_cache.hpp"
 
 namespace SQLite {
 class Database;
@@ -80,12 +81,6 @@ struct RunRecord {
   std::string gpu_uuid;
 };
 
-struct CachedBinary {
-  std::vector<char> cubin;
-  std::vector<std::string> lowered_names;
-  std::string resources_json;
-};
-
 // What merge_results did with the rows it was given.
 struct MergeCounts {
   std::size_t added = 0;     // key absent here: inserted
@@ -120,7 +115,7 @@ struct ResultFilter {
   bool ok_only = false;
 };
 
-class Database {
+class Database final : public BinaryStore {
  public:
   static constexpr int kSchemaVersion = 4;
   static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
@@ -192,8 +187,11 @@ class Database {
                                                      const DeviceInfo& device, int limit);
 
   // Binary cache
-  std::optional<CachedBinary> find_binary(const std::string& key);
-  void put_binary(const std::string& key, const std::string& arch, const CachedBinary& binary);
+  // The binary cache (KernelCache's store): nothing is written to a read-only database.
+  std::optional<CachedBinary> find_binary(const std::string& key) override;
+  void put_binary(const std::string& key, const std::string& arch,
+                  const CachedBinary& binary) override;
+  bool accepts_binaries() const override { return !read_only(); }
   std::int64_t binary_count();
 
   // Rows from elsewhere (import, merge, presets), written in one transaction: each row's device is

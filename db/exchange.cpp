@@ -13,11 +13,12 @@
 #include <set>
 #include <tuple>
 
+#include "core/util.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
-#include "runtime/device.hpp"
-#include "runtime/problem.hpp"
-#include "runtime/util.hpp"
-#include "templates/family.hpp"
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
 
 #ifndef KTUNE_VERSION
 #define KTUNE_VERSION "dev"

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "families/file_family.hpp"
 #include "ktune/error.hpp"
-#include "templates/file_family.hpp"
 
 namespace {
 

@@ -5,10 +5,11 @@
 #include <cstdint>
 #include <string>
 
+#include "core/util.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
-#include "runtime/problem.hpp"
-#include "runtime/util.hpp"
-#include "templates/family.hpp"
+#include "platform/problem.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "db/database.hpp"
-#include "templates/family.hpp"
+#include "families/family.hpp"
 
 namespace ktune {
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "ktune/ktune.hpp"
-#include "runtime/device.hpp"
-#include "runtime/problem.hpp"
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
 
 namespace ktune {
 

@@ -8,15 +8,16 @@
 
 #include "db/database.hpp"
 #include "db/exchange.hpp"
+#include "families/elementwise/elementwise.hpp"
+#include "families/family.hpp"
+#include "families/file_family.hpp"
+#include "families/gemm/gemm.hpp"
+#include "families/histogram/histogram.hpp"
+#include "families/registry.hpp"
 #include "ktune/ktune.hpp"
-#include "runtime/device.hpp"
-#include "runtime/kernel_cache.hpp"
+#include "platform/device.hpp"
+#include "platform/kernel_cache.hpp"
 #include "runtime/lookup.hpp"
-#include "templates/elementwise.hpp"
-#include "templates/family.hpp"
-#include "templates/file_family.hpp"
-#include "templates/gemm.hpp"
-#include "templates/histogram.hpp"
 
 namespace ktune {
 

@@ -45,13 +45,15 @@ for step in "${steps[@]}"; do
       moved=$(mktemp -d)/moved-build
       mkdir -p "$moved/tests"
       cp "$BUILD/ktune" "$moved/" && cp "$BUILD/tests/ktune_gpu_tests" "$moved/tests/"
+      cp -r "$BUILD/tests/families" "$moved/tests/"  # the tests' own family files (faults)
       run_step gpu-tests "$moved/tests/ktune_gpu_tests" --gtest_brief=1
       ;;
     faults)
       # The planted-fault family through the command: every fault classified, the run completes.
       fdb=$(mktemp -d)/faults.db
-      run_step faults-tune "$KTUNE" tune faults --db "$fdb" --strategy exhaustive --max-evals 0
-      run_step faults-rows "$KTUNE" query --db "$fdb" --family faults --all
+      ffile=tests/families/faults/faults.family.toml
+      run_step faults-tune "$KTUNE" tune faults --family-file "$ffile" --db "$fdb" --strategy exhaustive --max-evals 0
+      run_step faults-rows "$KTUNE" query --family-file "$ffile" --db "$fdb" --family faults --all
       ;;
     transpose)
       # A user's family from its family file alone (examples/transpose): tuned exhaustively on a

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # gemm_kernel's template arguments after T, OPA, OPB, in the order GemmFamily::name_expressions
-# (templates/gemm.cpp) writes them; SPLIT follows.
+# (families/gemm/gemm.cpp) writes them; SPLIT follows.
 ORDER = ["BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES", "PREFETCH", "UNROLL", "VEC",
          "PAD", "MMA", "MINB", "KCONTIG"]
 

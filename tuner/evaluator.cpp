@@ -3,10 +3,10 @@
 
 #include <algorithm>
 
+#include "families/family.hpp"
 #include "ktune/error.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "templates/family.hpp"
+#include "platform/driver.hpp"
+#include "platform/kernel_cache.hpp"
 
 namespace ktune {
 

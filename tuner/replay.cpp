@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <deque>
 
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
-#include "templates/family.hpp"
 #include "tuner/strategy.hpp"
 
 namespace ktune {

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
+#include "families/family.hpp"
 #include "ktune/error.hpp"
-#include "templates/family.hpp"
 
 namespace ktune {
 

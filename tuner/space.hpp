@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/device.hpp"
-#include "runtime/problem.hpp"
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
 
 namespace ktune {
 

@@ -6,8 +6,9 @@
 #include <cmath>
 
 #include "db/database.hpp"
-#include "runtime/device.hpp"
-#include "templates/family.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
+#include "platform/device.hpp"
 #include "tuner/strategy.hpp"
 #include "tuner/tuner.hpp"
 

@@ -20,11 +20,12 @@
 #include <thread>
 
 #include "db/database.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
-#include "runtime/nvrtc.hpp"
-#include "templates/family.hpp"
+#include "platform/nvrtc.hpp"
 #include "tuner/evaluator.hpp"
-#include "tuner/tuner.hpp"
+#include "tuner/runner.hpp"
 
 extern char** environ;
 
@@ -183,12 +184,15 @@ std::string fmt_seconds(double s) {
 class WorkerRunner final : public CandidateRunner {
  public:
   WorkerRunner(const DeviceInfo& device, const Family& family, const Problem& problem,
-               std::string db_path, const TuneOptions& options)
+               std::string db_path, const WorkerOptions& worker, const TimingOptions& timing,
+               std::uint64_t seed)
       : device_(device),
         family_(family.name()),
         problem_(problem.key()),
         db_path_(std::move(db_path)),
-        options_(options) {
+        worker_(worker),
+        timing_(timing),
+        seed_(seed) {
     // Started now, so that the worker makes its context and buffers while the first candidates
     // compile; measure() waits for it to be ready.
     launch();
@@ -219,7 +223,7 @@ class WorkerRunner final : public CandidateRunner {
     if (!send_frame(fd_, Msg::kMeasure, w.data())) return died("before the candidate was sent");
 
     std::string phase = "inputs";
-    double limit = options_.worker.setup_s;
+    double limit = worker_.setup_s;
     auto deadline = Clock::now() + seconds(limit);
     for (;;) {
       const auto frame = wait_frame(deadline);
@@ -237,8 +241,8 @@ class WorkerRunner final : public CandidateRunner {
           const auto p = static_cast<EvalPhase>(r.u64());
           const auto launches = static_cast<int>(r.u64());
           phase = phase_name(p);
-          limit = p == EvalPhase::kVerify ? options_.worker.setup_s
-                                          : launch_limit() * launches + options_.worker.floor_s;
+          limit = p == EvalPhase::kVerify ? worker_.setup_s
+                                          : launch_limit() * launches + worker_.floor_s;
           deadline = Clock::now() + seconds(limit);
           break;
         }
@@ -278,18 +282,18 @@ class WorkerRunner final : public CandidateRunner {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
   }
   double launch_limit() const {
-    if (best_ms_ <= 0) return options_.worker.first_s;
-    return std::max(options_.worker.floor_s, options_.worker.factor * best_ms_ * 1e-3);
+    if (best_ms_ <= 0) return worker_.first_s;
+    return std::max(worker_.floor_s, worker_.factor * best_ms_ * 1e-3);
   }
 
   std::string limit_rule() const {
     char buf[160];
     if (best_ms_ <= 0)
       std::snprintf(buf, sizeof buf, "%.3g s per launch until a candidate has been timed",
-                    options_.worker.first_s);
+                    worker_.first_s);
     else
       std::snprintf(buf, sizeof buf, "per launch max(%.3g s, %.3g x the best time %.4g ms)",
-                    options_.worker.floor_s, options_.worker.factor, best_ms_);
+                    worker_.floor_s, worker_.factor, best_ms_);
     return buf;
   }
 
@@ -324,7 +328,7 @@ class WorkerRunner final : public CandidateRunner {
 
   // Spawns a worker and sends it the problem; await_ready() collects its answer.
   void launch() {
-    const auto& cmd = options_.worker.command;
+    const auto& cmd = worker_.command;
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
       throw Error(ErrorCode::kInternal, std::string("socketpair: ") + std::strerror(errno));
@@ -355,10 +359,10 @@ class WorkerRunner final : public CandidateRunner {
     ++starts_;
     Writer w;
     w.str(family_).str(problem_).u64(static_cast<std::uint64_t>(device_.ordinal)).str(db_path_);
-    w.u64(static_cast<std::uint64_t>(options_.timing.warmup))
-        .u64(static_cast<std::uint64_t>(options_.timing.repeats))
-        .u64(options_.timing.flush_l2 ? 1 : 0)
-        .u64(options_.seed);
+    w.u64(static_cast<std::uint64_t>(timing_.warmup))
+        .u64(static_cast<std::uint64_t>(timing_.repeats))
+        .u64(timing_.flush_l2 ? 1 : 0)
+        .u64(seed_);
     ready_ = false;
     init_sent_ = send_frame(fd_, Msg::kInit, w.data());
   }
@@ -368,7 +372,7 @@ class WorkerRunner final : public CandidateRunner {
       const int ws = reap(std::chrono::seconds(10));
       throw Error(ErrorCode::kInternal, "the tuning worker exited at start: " + describe_exit(ws));
     }
-    const auto frame = wait_frame(Clock::now() + seconds(options_.worker.setup_s));
+    const auto frame = wait_frame(Clock::now() + seconds(worker_.setup_s));
     if (frame && frame->first == Msg::kReady) {
       ready_ = true;
       return;
@@ -385,7 +389,7 @@ class WorkerRunner final : public CandidateRunner {
     throw Error(
         ErrorCode::kInternal,
         gone ? "the tuning worker exited at start: " + describe_exit(last_exit_)
-             : "the tuning worker did not start within " + fmt_seconds(options_.worker.setup_s));
+             : "the tuning worker did not start within " + fmt_seconds(worker_.setup_s));
   }
 
   // Waits up to `grace` for the worker to exit (it does after a sticky error or EOF), then kills
@@ -422,7 +426,9 @@ class WorkerRunner final : public CandidateRunner {
 
   DeviceInfo device_;
   std::string family_, problem_, db_path_;
-  TuneOptions options_;
+  WorkerOptions worker_;
+  TimingOptions timing_;
+  std::uint64_t seed_;
   pid_t pid_ = -1;
   int fd_ = -1;
   int starts_ = 0;
@@ -437,10 +443,12 @@ class WorkerRunner final : public CandidateRunner {
 std::unique_ptr<CandidateRunner> make_worker_runner(const DeviceInfo& device, const Family& family,
                                                     const Problem& problem,
                                                     const std::string& db_path,
-                                                    const TuneOptions& options) {
-  if (options.worker.command.empty())
+                                                    const WorkerOptions& worker,
+                                                    const TimingOptions& timing,
+                                                    std::uint64_t seed) {
+  if (worker.command.empty())
     throw Error(ErrorCode::kInvalidArgument, "make_worker_runner: no worker command");
-  return std::make_unique<WorkerRunner>(device, family, problem, db_path, options);
+  return std::make_unique<WorkerRunner>(device, family, problem, db_path, worker, timing, seed);
 }
 
 int run_tuning_worker(int fd) {

@@ -10,24 +10,27 @@
 // worker.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
-#include "runtime/device.hpp"
-#include "runtime/problem.hpp"
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
+#include "tuner/runner.hpp"
 
 namespace ktune {
 
-class CandidateRunner;
 class Family;
-struct TuneOptions;
 
-// Runs candidates in workers started with options.worker.command (+ the descriptor number).
-// `db_path` is opened by the worker for its helper kernels' binary cache ("" for none).
+// Runs candidates in workers started with worker.command (+ the descriptor number), timed as
+// `timing` says, inputs drawn from `seed`. `db_path` is opened by the worker for its helper
+// kernels' binary cache ("" for none).
 std::unique_ptr<CandidateRunner> make_worker_runner(const DeviceInfo& device, const Family& family,
                                                     const Problem& problem,
                                                     const std::string& db_path,
-                                                    const TuneOptions& options);
+                                                    const WorkerOptions& worker,
+                                                    const TimingOptions& timing,
+                                                    std::uint64_t seed);
 
 // The worker's side: serves the parent on descriptor `fd` until it closes; returns the exit
 // status. Dies with the parent (PR_SET_PDEATHSIG), so a killed tuner leaves no worker behind.

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "runtime/device.hpp"
-#include "runtime/driver.hpp"
+#include "platform/device.hpp"
+#include "platform/driver.hpp"
 
 // Skips without a GPU; otherwise holds device 0's primary context for the whole test, so that
 // buffers made before (or outliving) a Runtime stay valid.

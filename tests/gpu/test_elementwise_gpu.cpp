@@ -7,12 +7,13 @@
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
+#include "families/elementwise/elementwise.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "gpu_util.hpp"
 #include "ktune/ktune.hpp"
-#include "runtime/device.hpp"
-#include "runtime/driver.hpp"
-#include "templates/elementwise.hpp"
-#include "templates/family.hpp"
+#include "platform/device.hpp"
+#include "platform/driver.hpp"
 #include "tuner/space.hpp"
 #include "tuner/tuner.hpp"
 

@@ -8,10 +8,11 @@
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
+#include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
+#include "families/registry.hpp"
 #include "gpu_util.hpp"
 #include "ktune/ktune.hpp"
-#include "templates/family.hpp"
-#include "templates/gemm.hpp"
 #include "tuner/tuner.hpp"
 
 namespace ktune {

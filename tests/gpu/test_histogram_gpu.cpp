@@ -10,11 +10,12 @@
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
+#include "families/family.hpp"
+#include "families/histogram/histogram.hpp"
+#include "families/registry.hpp"
 #include "ktune/ktune.hpp"
-#include "runtime/device.hpp"
-#include "runtime/driver.hpp"
-#include "templates/family.hpp"
-#include "templates/histogram.hpp"
+#include "platform/device.hpp"
+#include "platform/driver.hpp"
 #include "tuner/space.hpp"
 #include "tuner/tuner.hpp"
 

@@ -16,13 +16,14 @@
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
+#include "families/elementwise/elementwise.hpp"
+#include "families/family.hpp"
+#include "families/histogram/histogram.hpp"
+#include "families/registry.hpp"
 #include "gpu_util.hpp"
 #include "ktune/ktune.hpp"
 #include "ktune/tune_on_miss.hpp"
-#include "runtime/nvrtc.hpp"
-#include "templates/elementwise.hpp"
-#include "templates/family.hpp"
-#include "templates/histogram.hpp"
+#include "platform/nvrtc.hpp"
 #include "tuner/tuner.hpp"
 
 namespace ktune {

@@ -1,5 +1,5 @@
-// GPU tests: a tuning run survives faulting and hanging candidates. The test-only `faults` family
-// plants an out-of-bounds write, a misaligned vector load, a trap, an endless loop and a refused
+// GPU tests: a tuning run survives faulting and hanging candidates. The `faults` family of the
+// tests (tests/families/faults) plants an out-of-bounds write, a misaligned vector load, a trap, an endless loop and a refused
 // launch among good candidates; candidates run in worker processes (the ktune executable).
 #include <gtest/gtest.h>
 
@@ -8,9 +8,11 @@
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "gpu_util.hpp"
-#include "templates/family.hpp"
 #include "tests/ktune_cli.hpp"
+#include "tests/test_families.hpp"
 #include "tuner/tuner.hpp"
 
 namespace ktune {
@@ -36,7 +38,7 @@ TEST(PlantedFaultsGpu, EveryFaultIsClassifiedAndEveryGoodCandidateMeasured) {
   KTUNE_REQUIRE_GPU();
   testing::TempDir dir;
   Database db(dir.file("faults.db"));
-  const Family& family = find_family("faults");
+  const Family& family = testing::faults_family();
   const Problem problem = family.default_problems().front();
   const TuneSummary s = tune(db, ktune_held_device, family, problem, worker_options());
 
@@ -81,8 +83,9 @@ TEST(PlantedFaultsGpu, EveryFaultIsClassifiedAndEveryGoodCandidateMeasured) {
         EXPECT_EQ(row.status, status::kTimeout);
         EXPECT_TRUE(contains(row.message, "worker killed"));
         break;
-      case 5:
+      case 5:  // a cluster of 2 blocks fixed at compile time, launched on 3 blocks
         EXPECT_EQ(row.status, status::kLaunchError);
+        EXPECT_TRUE(contains(row.message, "CUDA_ERROR_")) << row.message;
         break;
       default:
         ADD_FAILURE() << "unexpected KIND";

@@ -7,7 +7,8 @@
 #include <string>
 
 #include "db/database.hpp"
-#include "templates/family.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune::testing {

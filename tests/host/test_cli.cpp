@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "db/database.hpp"
+#include "platform/driver.hpp"
 #include "run_cli.hpp"
-#include "runtime/driver.hpp"
 #include "synthetic_recording.hpp"
 
 namespace ktune {

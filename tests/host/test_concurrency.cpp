@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "db/database.hpp"
+#include "families/registry.hpp"
 #include "synthetic_recording.hpp"
 #include "temp_dir.hpp"
 #include "tests/ktune_cli.hpp"

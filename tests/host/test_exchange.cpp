@@ -14,11 +14,12 @@
 
 #include "db/database.hpp"
 #include "db/exchange.hpp"
+#include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
-#include "templates/family.hpp"
-#include "templates/gemm.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "db/database.hpp"
+#include "families/file_family.hpp"
 #include "ktune/error.hpp"
 #include "run_cli.hpp"
 #include "temp_dir.hpp"
-#include "templates/file_family.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {
@@ -137,6 +137,23 @@ TEST(FamilyFile, ABadFileIsRefusedNamingTheFileTheLineAndTheKey) {
       EXPECT_NE(what.find(copy.path), std::string::npos) << what;
       EXPECT_NE(what.find(c.says), std::string::npos) << "with '" << c.to << "': " << what;
     }
+  }
+}
+
+TEST(FamilyFile, ABufferTypeIsATypeNameOrAnExpression) {
+  // type = "f32" is the type itself; type = "dtype" the axis; "f33" neither, refused.
+  auto named = load_family_file(
+      Copy("type = \"dtype\"\nlength = \"rows * cols\"\nrole = \"out\"",
+           "type = \"f32\"\nlength = \"rows * cols\"\nrole = \"out\"")
+          .path);
+  EXPECT_EQ(named->name(), "transpose");
+  Copy bad("type = \"dtype\"\nlength = \"rows * cols\"\nrole = \"out\"",
+           "type = \"f33\"\nlength = \"rows * cols\"\nrole = \"out\"");
+  try {
+    load_family_file(bad.path);
+    ADD_FAILURE() << "accepted type = \"f33\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("argument.out.type"), std::string::npos) << e.what();
   }
 }
 

@@ -1,9 +1,10 @@
 // Host tests: GEMM argument checks (every invalid argument), problems, space and adaptation.
 #include <gtest/gtest.h>
 
+#include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
-#include "templates/family.hpp"
-#include "templates/gemm.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {

@@ -19,11 +19,12 @@
 #include "cli/table.hpp"
 #include "db/database.hpp"
 #include "db/exchange.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "ktune/version.hpp"
 #include "run_cli.hpp"
 #include "synthetic_recording.hpp"
-#include "templates/family.hpp"
 #include "tuner/thread_pool.hpp"
 
 namespace ktune {

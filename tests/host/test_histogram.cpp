@@ -10,12 +10,13 @@
 #include <random>
 #include <set>
 
+#include "families/family.hpp"
+#include "families/histogram/histogram.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
+#include "platform/driver.hpp"
+#include "platform/nvrtc.hpp"
 #include "run_cli.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/nvrtc.hpp"
-#include "templates/family.hpp"
-#include "templates/histogram.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {

@@ -4,10 +4,11 @@
 #include <random>
 
 #include "db/database.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/tune_on_miss.hpp"
 #include "runtime/lookup.hpp"
 #include "temp_dir.hpp"
-#include "templates/family.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {

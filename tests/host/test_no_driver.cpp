@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "ktune/ktune.hpp"
-#include "runtime/driver.hpp"
+#include "platform/driver.hpp"
 
 namespace ktune {
 namespace {

@@ -8,10 +8,11 @@
 #include <iostream>
 #include <thread>
 
+#include "families/elementwise/elementwise.hpp"
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
-#include "runtime/nvrtc.hpp"
-#include "templates/elementwise.hpp"
-#include "templates/family.hpp"
+#include "platform/nvrtc.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {

@@ -8,11 +8,11 @@
 #include <set>
 
 #include "db/database.hpp"
+#include "families/family.hpp"
 #include "ktune/error.hpp"
 #include "run_cli.hpp"
 #include "synthetic_recording.hpp"
 #include "temp_dir.hpp"
-#include "templates/family.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/strategy.hpp"
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "db/exchange.hpp"
+#include "families/registry.hpp"
 #include "run_cli.hpp"
 #include "synthetic_recording.hpp"
 #include "temp_dir.hpp"

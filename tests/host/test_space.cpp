@@ -6,8 +6,9 @@
 #include <functional>
 #include <set>
 
+#include "families/family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
-#include "templates/family.hpp"
 #include "tuner/space.hpp"
 #include "tuner/strategy.hpp"
 

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
+#include "core/util.hpp"
 #include "ktune/error.hpp"
-#include "runtime/problem.hpp"
-#include "runtime/util.hpp"
+#include "platform/problem.hpp"
 
 namespace ktune {
 namespace {

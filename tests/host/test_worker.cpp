@@ -4,11 +4,12 @@
 // hangs on a real device.
 #include <gtest/gtest.h>
 
+#include "families/family.hpp"
 #include "ktune/error.hpp"
-#include "runtime/device.hpp"
-#include "runtime/driver.hpp"
-#include "templates/family.hpp"
+#include "platform/device.hpp"
+#include "platform/driver.hpp"
 #include "tests/ktune_cli.hpp"
+#include "tests/test_families.hpp"
 #include "tuner/tuner.hpp"
 #include "tuner/worker.hpp"
 
@@ -23,7 +24,7 @@ DeviceInfo h200_like() {
 }
 
 Error measure_error(const std::vector<std::string>& command) {
-  const Family& family = find_family("faults");
+  const Family& family = testing::faults_family();
   const Problem problem = family.default_problems().front();
   TuneOptions options;
   options.worker.command = command;
@@ -32,7 +33,8 @@ Error measure_error(const std::vector<std::string>& command) {
   ResultRecord row;
   try {
     // The worker starts with the runner; its errors may surface there or at the first measure.
-    auto runner = make_worker_runner(h200_like(), family, problem, "", options);
+    auto runner = make_worker_runner(h200_like(), family, problem, "", options.worker,
+                                     options.timing, options.seed);
     runner->measure(0, family.default_config(problem, h200_like().limits), &compiled, "", row);
   } catch (const Error& e) {
     return e;
@@ -61,13 +63,14 @@ TEST(Worker, AWorkerThatExitsAtStartIsReported) {
 }
 
 TEST(Worker, AWorkerThatNeverAnswersIsKilledAfterTheStartLimit) {
-  const Family& family = find_family("faults");
+  const Family& family = testing::faults_family();
   const Problem problem = family.default_problems().front();
   TuneOptions options;
   // Reads its socket (descriptor 3, the appended argument) but never answers.
   options.worker.command = {"/bin/sh", "-c", "exec sleep 30", "sh"};
   options.worker.setup_s = 0.5;
-  auto runner = make_worker_runner(h200_like(), family, problem, "", options);
+  auto runner = make_worker_runner(h200_like(), family, problem, "", options.worker,
+                                     options.timing, options.seed);
   CompileResult compiled;
   ResultRecord row;
   const auto t0 = std::chrono::steady_clock::now();

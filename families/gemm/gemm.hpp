@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.hpp"
-#include "runtime/problem.hpp"
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
 
 namespace ktune {
 

@@ -1,5 +1,5 @@
 // Loads libcuda.so.1 at run time and resolves the driver API through cuGetProcAddress.
-#include "runtime/driver.hpp"
+#include "platform/driver.hpp"
 
 #include <dlfcn.h>
 
@@ -56,7 +56,7 @@ Loaded load() {
     }
   };
 #define KTUNE_DRIVER_FN(name) resolve(#name, reinterpret_cast<void**>(&out.api.name));
-#include "runtime/driver_functions.inc"
+#include "platform/driver_functions.inc"
 #undef KTUNE_DRIVER_FN
   if (!missing.empty()) {
     out.failure = Error(ErrorCode::kNoDriver, "CUDA driver too old for this build of ktune (CUDA " +

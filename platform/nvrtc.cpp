@@ -1,5 +1,5 @@
 // NVRTC compiles to CUBIN for an explicit arch (no GPU needed) and reports ptxas resources.
-#include "runtime/nvrtc.hpp"
+#include "platform/nvrtc.hpp"
 
 #include <nvrtc.h>
 
@@ -8,8 +8,8 @@
 #include <chrono>
 #include <memory>
 
+#include "core/util.hpp"
 #include "ktune/error.hpp"
-#include "runtime/util.hpp"
 
 namespace ktune {
 namespace {

@@ -1,16 +1,16 @@
 // Histogram family descriptor: parameters, constraints, names, launch geometry, argument checks,
 // and a workload of three input classes verified against counts made on the host.
-#include "templates/histogram.hpp"
+#include "families/histogram/histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <thread>
 
+#include "families/family.hpp"
 #include "ktune/error.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "templates/family.hpp"
+#include "platform/driver.hpp"
+#include "platform/kernel_cache.hpp"
 
 namespace ktune {
 

@@ -1,11 +1,10 @@
-// Loading CUBINs as modules, launching, and the two-level compile cache (memory, database).
-#include "runtime/kernel_cache.hpp"
+// Loading CUBINs as modules, launching, and the two-level compile cache (memory, a BinaryStore).
+#include "platform/kernel_cache.hpp"
 
 #include <sstream>
 
-#include "db/database.hpp"
-#include "runtime/device.hpp"
-#include "runtime/driver.hpp"
+#include "platform/device.hpp"
+#include "platform/driver.hpp"
 
 namespace ktune {
 
@@ -163,8 +162,8 @@ void Kernel::launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, un
             "cuLaunchKernelEx (cluster)");
 }
 
-KernelCache::KernelCache(const Device& device, Database* database)
-    : device_(device), database_(database) {}
+KernelCache::KernelCache(const Device& device, BinaryStore* store)
+    : device_(device), store_(store) {}
 
 std::shared_ptr<const Kernel> KernelCache::find_loaded(const std::string& key) {
   std::lock_guard lock(mutex_);
@@ -181,8 +180,8 @@ std::shared_ptr<const Kernel> KernelCache::load(const std::string& key,
 }
 
 bool KernelCache::find_binary(const std::string& key, CompileResult& out) {
-  if (!database_) return false;
-  auto b = database_->find_binary(key);
+  if (!store_) return false;
+  auto b = store_->find_binary(key);
   if (!b) return false;
   out.cubin = std::move(b->cubin);
   out.lowered_names = std::move(b->lowered_names);
@@ -192,9 +191,9 @@ bool KernelCache::find_binary(const std::string& key, CompileResult& out) {
 
 void KernelCache::store_binary(const std::string& key, const CompileRequest& request,
                                const CompileResult& compiled) {
-  if (!database_ || database_->read_only()) return;
+  if (!store_ || !store_->accepts_binaries()) return;
   CachedBinary b{compiled.cubin, compiled.lowered_names, resources_to_text(compiled.resources)};
-  database_->put_binary(key, request.arch, b);
+  store_->put_binary(key, request.arch, b);
 }
 
 std::shared_ptr<const Kernel> KernelCache::get(const CompileRequest& request) {

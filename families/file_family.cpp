@@ -1,6 +1,6 @@
 // Families from family files: the TOML reader, the checks, and the generic family and workload
 // that run a user's kernel from what its file declares.
-#include "templates/file_family.hpp"
+#include "families/file_family.hpp"
 
 #define TOML_HEADER_ONLY 1  // compiled into this file alone: no library for users to link
 #define TOML_ENABLE_FORMATTERS 0
@@ -21,10 +21,10 @@
 #include <sstream>
 
 #include "core/expr.hpp"
+#include "core/util.hpp"
 #include "ktune/error.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "runtime/util.hpp"
+#include "platform/driver.hpp"
+#include "platform/kernel_cache.hpp"
 
 namespace fs = std::filesystem;
 
@@ -656,7 +656,12 @@ Spec read_spec(const std::string& path, const std::string& text) {
       check_names(r, &node, key + ".value", a.value.names(), names, false);
     } else {
       r.only(t, key + ".", {"name", "type", "length", "role", "fill"});
-      a.type = r.expression(r.need(t, key + ".", "type"), key + ".type");
+      // A type's name as it is ("f32"), or an expression that gives one ("dtype").
+      const toml::node* type = r.need(t, key + ".", "type");
+      const auto* type_text = type->as_string();
+      a.type = type_text && find_type(type_text->get())
+                   ? expr::Expression::parse("\"" + type_text->get() + "\"")
+                   : r.expression(type, key + ".type");
       a.length = r.expression(r.need(t, key + ".", "length"), key + ".length");
       check_names(r, &node, key + ".type", a.type.names(), names, true);
       check_names(r, &node, key + ".length", a.length.names(), names, true);
@@ -1290,81 +1295,6 @@ std::unique_ptr<Family> make_family(Spec spec) {
   return family;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The registry of user families
-
-struct Registry {
-  std::mutex mutex;
-  bool loaded = false;
-  std::string error;
-  std::vector<std::unique_ptr<Family>> owned;
-  std::vector<const Family*> families;
-};
-
-Registry& registry() {
-  static Registry r;
-  return r;
-}
-
-std::vector<std::string> split_list(const char* text) {
-  std::vector<std::string> out;
-  if (!text) return out;
-  std::string s(text);
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(':', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-void add_locked(Registry& r, const std::string& path) {
-  const std::string canonical = fs::weakly_canonical(fs::absolute(path)).string();
-  for (const Family* f : r.families)
-    if (f->origin() == canonical) return;  // the same file twice (a flag and the environment)
-  Spec spec = read_spec(canonical, read_text(canonical, "family file"));
-  for (const Family* f : builtin_families())
-    if (f->name() == spec.name)
-      throw Error(ErrorCode::kInvalidArgument,
-                  canonical + ": name '" + spec.name + "' is a built-in family's");
-  for (const Family* f : r.families)
-    if (f->name() == spec.name)
-      throw Error(ErrorCode::kInvalidArgument,
-                  canonical + ": family '" + spec.name + "' is already defined by " + f->origin());
-  r.owned.push_back(make_family(std::move(spec)));
-  r.families.push_back(r.owned.back().get());
-}
-
-void load_environment(Registry& r) {
-  if (r.loaded) {
-    if (!r.error.empty()) throw Error(ErrorCode::kInvalidArgument, r.error);
-    return;
-  }
-  r.loaded = true;
-  try {
-    for (const auto& file : split_list(std::getenv("KTUNE_FAMILY_FILES"))) add_locked(r, file);
-    for (const auto& folder : split_list(std::getenv("KTUNE_FAMILY_PATH"))) {
-      std::error_code ec;
-      if (!fs::is_directory(folder, ec))
-        throw Error(ErrorCode::kInvalidArgument,
-                    "$KTUNE_FAMILY_PATH: " + folder + " is not a folder");
-      std::vector<std::string> files;
-      for (const auto& entry : fs::directory_iterator(folder, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (name.size() > 12 && name.compare(name.size() - 12, 12, ".family.toml") == 0)
-          files.push_back(entry.path().string());
-      }
-      std::sort(files.begin(), files.end());
-      for (const auto& f : files) add_locked(r, f);
-    }
-  } catch (const Error& e) {
-    r.error = e.what();
-    throw;
-  }
-}
-
 }  // namespace
 
 std::vector<Arg> file_workload_args(const Workload& workload) {
@@ -1379,33 +1309,6 @@ std::unique_ptr<Family> load_family_file(const std::string& path) {
 
 std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path) {
   return make_family(read_spec(path, text));
-}
-
-const std::vector<const Family*>& user_families() {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  load_environment(r);
-  return r.families;
-}
-
-const Family& add_family_file(const std::string& path, bool for_child_processes) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mutex);
-  load_environment(r);
-  const std::size_t before = r.families.size();
-  add_locked(r, path);
-  const Family* added = r.families.size() > before ? r.families.back() : nullptr;
-  const std::string canonical = fs::weakly_canonical(fs::absolute(path)).string();
-  if (!added)
-    for (const Family* f : r.families)
-      if (f->origin() == canonical) added = f;
-  // Child processes (the tuner's workers) load the same files.
-  std::string files = std::getenv("KTUNE_FAMILY_FILES") ? std::getenv("KTUNE_FAMILY_FILES") : "";
-  if (for_child_processes && files.find(canonical) == std::string::npos) {
-    files += (files.empty() ? "" : ":") + canonical;
-    ::setenv("KTUNE_FAMILY_FILES", files.c_str(), 1);
-  }
-  return *added;
 }
 
 }  // namespace ktune

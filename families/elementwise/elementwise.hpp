@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "runtime/device.hpp"
-#include "runtime/problem.hpp"
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
 
 namespace ktune {
 

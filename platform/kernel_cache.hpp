@@ -1,4 +1,4 @@
-// Loaded kernels and the compile cache: memory -> database binaries -> NVRTC.
+// Loaded kernels and the compile cache: memory -> a BinaryStore (the database) -> NVRTC.
 #pragma once
 
 #include <cuda.h>
@@ -7,16 +7,34 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/nvrtc.hpp"
+#include "platform/nvrtc.hpp"
 
 namespace ktune {
 
 class Device;
-class Database;
+
+// A compiled module as a store keeps it.
+struct CachedBinary {
+  std::vector<char> cubin;
+  std::vector<std::string> lowered_names;
+  std::string resources_json;
+};
+
+// Where KernelCache keeps CUBINs between processes: the results database implements it (db/),
+// so that the platform layer knows nothing of databases.
+class BinaryStore {
+ public:
+  virtual ~BinaryStore() = default;
+  virtual std::optional<CachedBinary> find_binary(const std::string& key) = 0;
+  virtual void put_binary(const std::string& key, const std::string& arch,
+                          const CachedBinary& binary) = 0;
+  virtual bool accepts_binaries() const = 0;  // false: put_binary is not to be called
+};
 
 // A loaded CUBIN and the kernels looked up in it, one per name expression.
 class Kernel {
@@ -66,18 +84,18 @@ class Kernel {
   int binary_version_ = 0;  // of the module: 90 for sm_90
 };
 
-// Compiles and loads kernels once per process; CUBINs persist in the database's binary cache
-// (when there is a writable database), so a warm start compiles nothing. Thread-safe.
+// Compiles and loads kernels once per process; CUBINs persist in the binary store
+// (when there is a store that accepts them), so a warm start compiles nothing. Thread-safe.
 class KernelCache {
  public:
-  KernelCache(const Device& device, Database* database);
+  KernelCache(const Device& device, BinaryStore* store);
 
   std::shared_ptr<const Kernel> get(const CompileRequest& request);
 
   // The pieces of get(), for the tuner's pipeline: compile on worker threads, load on the GPU one.
   std::shared_ptr<const Kernel> find_loaded(const std::string& key);
   std::shared_ptr<const Kernel> load(const std::string& key, const CompileResult& compiled);
-  // A binary from the database cache, if present and readable.
+  // A binary from the store, if present and readable.
   bool find_binary(const std::string& key, CompileResult& out);
   void store_binary(const std::string& key, const CompileRequest& request,
                     const CompileResult& compiled);
@@ -87,7 +105,7 @@ class KernelCache {
 
  private:
   const Device& device_;
-  Database* database_;
+  BinaryStore* store_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const Kernel>> loaded_;
   std::atomic<std::uint64_t> compiles_{0};

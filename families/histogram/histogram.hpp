@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.hpp"
-#include "runtime/problem.hpp"
-#include "templates/histogram_math.cuh"
+#include "families/histogram/histogram_math.cuh"
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
 
 namespace ktune {
 

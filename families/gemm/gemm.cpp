@@ -1,15 +1,15 @@
 // GEMM family descriptor: parameters, constraints, names, launch geometry, verified workload.
-#include "templates/gemm.hpp"
+#include "families/gemm/gemm.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
+#include "families/family.hpp"
 #include "ktune/error.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "templates/family.hpp"
+#include "platform/driver.hpp"
+#include "platform/kernel_cache.hpp"
 
 namespace ktune {
 

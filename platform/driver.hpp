@@ -13,7 +13,7 @@ namespace ktune::detail {
 // Function pointers resolved through cuGetProcAddress for the CUDA version of our headers.
 struct DriverApi {
 #define KTUNE_DRIVER_FN(name) decltype(&::name) name = nullptr;
-#include "runtime/driver_functions.inc"
+#include "platform/driver_functions.inc"
 #undef KTUNE_DRIVER_FN
   int driver_version = 0;
 };

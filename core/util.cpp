@@ -1,5 +1,5 @@
 // Hashing, strict parsing of sizes and shapes, formatting, time stamps.
-#include "runtime/util.hpp"
+#include "core/util.hpp"
 
 #include <charconv>
 #include <chrono>

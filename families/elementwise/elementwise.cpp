@@ -1,13 +1,13 @@
 // Elementwise family descriptor: parameters, constraints, names, launch geometry, workload.
-#include "templates/elementwise.hpp"
+#include "families/elementwise/elementwise.hpp"
 
 #include <algorithm>
 #include <limits>
 
+#include "families/family.hpp"
 #include "ktune/error.hpp"
-#include "runtime/driver.hpp"
-#include "runtime/kernel_cache.hpp"
-#include "templates/family.hpp"
+#include "platform/driver.hpp"
+#include "platform/kernel_cache.hpp"
 
 namespace ktune {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.hpp"
-#include "runtime/nvrtc.hpp"
-#include "runtime/problem.hpp"
+#include "platform/device.hpp"
+#include "platform/nvrtc.hpp"
+#include "platform/problem.hpp"
 
 namespace ktune {
 
@@ -76,8 +76,6 @@ class Family {
   virtual std::string source_file() const = 0;  // e.g. "elementwise.cuh"
   virtual const std::vector<Param>& params() const = 0;
   virtual std::string metric_unit() const = 0;  // "GB/s" or "TFLOPS"
-  // A family for tests of the tuner itself (planted faults): found by name, never listed.
-  virtual bool test_only() const { return false; }
   // Where the family comes from: "built-in", or the path of its family file.
   virtual std::string origin() const { return "built-in"; }
   // The sources: by default the embedded template source_file() and the headers it includes.
@@ -167,14 +165,6 @@ class Family {
   mutable std::once_flag hash_once_;  // the template hash is computed once per process
   mutable std::string hash_;
 };
-
-// Families by name (test-only ones included); throws Error(kInvalidArgument) listing the known
-// ones. all_families() lists the families for users: the built-in ones (test-only ones left
-// out), then those of family files (templates/file_family.hpp), which both load at first use.
-const Family& find_family(const std::string& name);
-std::vector<const Family*> all_families();
-// The families compiled into ktune, test-only ones included.
-std::vector<const Family*> builtin_families();
 
 // Text of an embedded template file ("common.cuh"); throws Error(kInternal) if unknown.
 std::string template_source(const std::string& file);

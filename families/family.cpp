@@ -1,24 +1,17 @@
-// Family registry and the parts of the family interface common to all families.
-#include "templates/family.hpp"
+// The parts of the family interface common to all families.
+#include "families/family.hpp"
 
 #include <algorithm>
 #include <regex>
 
+#include "core/util.hpp"
 #include "ktune/error.hpp"
-#include "runtime/util.hpp"
-#include "templates/file_family.hpp"
 
 namespace ktune {
 
 namespace embedded {
 std::string_view find(std::string_view name);
 }
-
-// Defined next to each family's descriptor.
-const Family& elementwise_family();
-const Family& gemm_family();
-const Family& histogram_family();
-const Family& faults_family();
 
 std::string template_source(const std::string& file) {
   std::string_view text = embedded::find(file);
@@ -129,31 +122,6 @@ void Family::check_config(const Config& config) const {
     if (!known)
       throw Error(ErrorCode::kInvalidArgument, name() + " config: unknown parameter " + key);
   }
-}
-
-std::vector<const Family*> builtin_families() {
-  return {&elementwise_family(), &gemm_family(), &histogram_family(), &faults_family()};
-}
-
-std::vector<const Family*> all_families() {
-  std::vector<const Family*> out;
-  for (const Family* f : builtin_families())
-    if (!f->test_only()) out.push_back(f);
-  for (const Family* f : user_families()) out.push_back(f);
-  return out;
-}
-
-const Family& find_family(const std::string& name) {
-  for (const Family* f : builtin_families())
-    if (f->name() == name) return *f;
-  std::string known;
-  for (const Family* f : all_families()) {
-    if (f->name() == name) return *f;
-    known += (known.empty() ? "" : ", ") + f->name();
-  }
-  throw Error(ErrorCode::kInvalidArgument,
-              "unknown family '" + name + "' (known: " + known +
-                  "; a family of your own is named by --family-file or $KTUNE_FAMILY_PATH)");
 }
 
 }  // namespace ktune

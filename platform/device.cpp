@@ -1,9 +1,9 @@
 // Device identity, limits and the primary context, read through the run-time loaded driver.
-#include "runtime/device.hpp"
+#include "platform/device.hpp"
 
 #include <cstdio>
 
-#include "runtime/driver.hpp"
+#include "platform/driver.hpp"
 
 namespace ktune {
 

@@ -1,12 +1,12 @@
 // Canonical problem keys and configuration strings, and the log-scale problem distance.
-#include "runtime/problem.hpp"
+#include "platform/problem.hpp"
 
 #include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "core/util.hpp"
 #include "ktune/error.hpp"
-#include "runtime/util.hpp"
 
 namespace ktune {
 namespace {

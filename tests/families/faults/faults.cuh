@@ -1,11 +1,9 @@
-// Test-only family with planted faults: a scaled copy out[i] = 2 * in[i] whose variants either
-// work (KIND 0, several block shapes) or fail in one chosen way, so that a tuning run can prove
-// it survives each failure and classifies it. Never tuned for users (`ktune families` hides it).
+// Planted faults, for the tuner's own tests (faults.family.toml): a scaled copy out[i] = 2 * in[i]
+// whose variants either work (KIND 0, several block shapes) or fail in one chosen way, so that a
+// tuning run proves it survives each failure and classifies it.
 #pragma once
 
-#include "common.cuh"
-
-namespace ktune {
+typedef unsigned long long u64;
 
 enum FaultKind {
   kFaultNone = 0,        // correct
@@ -13,7 +11,7 @@ enum FaultKind {
   kFaultMisaligned = 2,  // a 16-byte load from a 4-byte aligned address: misaligned address
   kFaultTrap = 3,        // __trap(): the launch fails
   kFaultEndless = 4,     // never finishes: the host-side timeout must end it
-  kFaultLaunch = 5,      // asks for more shared memory than a block may have: launch refused
+  kFaultLaunch = 5,      // faults_refused: a launch the driver refuses (see below)
 };
 
 template <int KIND, int UNROLL>
@@ -40,13 +38,25 @@ __global__ void faults_kernel(float* out, const float* in, u64 n) {
   }
 }
 
-__global__ void faults_check(const float* out, const float* in, u64 n, u64* result) {
+// A launch the driver refuses although every limit the family file states holds: the kernel
+// fixes clusters of 2 blocks at compile time (compute capability 9.0+) and the family launches
+// it on 3 blocks, which no whole number of clusters makes. Not sticky: the worker goes on.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FAULTS_CLUSTER_OF_TWO __cluster_dims__(2, 1, 1)
+#else
+#define FAULTS_CLUSTER_OF_TWO
+#endif
+
+template <int KIND, int UNROLL>
+__global__ void FAULTS_CLUSTER_OF_TWO faults_refused(float* out, const float* in, u64 n) {
   for (u64 i = static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<u64>(gridDim.x) * blockDim.x)
-    if (out[i] != 2.0f * in[i]) {
-      atomicAdd(result, 1ull);
-      atomicMin(result + 1, i);
-    }
+    out[i] = 2.0f * in[i];
 }
 
-}  // namespace ktune
+// The reference: what every candidate must write.
+__global__ void faults_reference(float* out, const float* in, u64 n) {
+  for (u64 i = static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<u64>(gridDim.x) * blockDim.x)
+    out[i] = 2.0f * in[i];
+}
