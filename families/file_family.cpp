@@ -494,7 +494,8 @@ void check_ascii_outside_strings(const std::string& text, const std::string& pat
   }
 }
 
-Spec read_spec(const std::string& path, const std::string& text) {
+Spec read_spec(const std::string& path, const std::string& text,
+               const std::string* source_text = nullptr) {
   Spec spec;
   spec.path = path;
   spec.folder = fs::absolute(path).parent_path().string();
@@ -523,7 +524,12 @@ Spec read_spec(const std::string& path, const std::string& text) {
       spec.source_name.front() == '/')
     r.fail(root.get("source"), "source", "a file name relative to the family file's folder");
   try {
-    spec.source = read_text((fs::path(spec.folder) / spec.source_name).string(), "source");
+    if (source_text && source_text->size() > kMaxFileBytes)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "source text: larger than " + std::to_string(kMaxFileBytes) + " bytes");
+    spec.source = source_text ? *source_text
+                              : read_text((fs::path(spec.folder) / spec.source_name).string(),
+                                          "source");
     read_headers(spec.folder, spec.source, 0, spec.headers, spec.source_name);
   } catch (const Error& e) {
     r.fail(root.get("source"), "source", e.what());
@@ -1307,8 +1313,9 @@ std::unique_ptr<Family> load_family_file(const std::string& path) {
   return make_family(read_spec(path, read_text(path, "family file")));
 }
 
-std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path) {
-  return make_family(read_spec(path, text));
+std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path,
+                                          const std::string* source_text) {
+  return make_family(read_spec(path, text, source_text));
 }
 
 }  // namespace ktune

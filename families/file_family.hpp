@@ -16,8 +16,10 @@ namespace ktune {
 // only what exists, the sources read (the compile comes later, in `ktune check`). Throws
 // Error(kInvalidArgument) naming the file, the line where known, and the key.
 std::unique_ptr<Family> load_family_file(const std::string& path);
-// The same for a family file's text; `path` names it in messages and its folder holds the sources.
-std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path);
+// The same for a family file's text; `path` names it in messages and its folder holds the sources
+// (`source_text`, when given, is the main source's text, its includes still read from there).
+std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path,
+                                          const std::string* source_text = nullptr);
 
 // The arguments of a family file's workload (made by make_workload, after prepare()) as
 // Runtime::launch takes them: for timing launch() against a raw launch of the same kernel.

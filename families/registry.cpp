@@ -51,21 +51,27 @@ std::vector<std::string> split_list(const char* text) {
   return out;
 }
 
+// Takes a loaded family unless its name is taken.
+const Family& add_owned(Registry& r, std::unique_ptr<Family> family) {
+  const std::string name = family->name();
+  for (const Family* f : builtin_families())
+    if (f->name() == name)
+      throw Error(ErrorCode::kInvalidArgument,
+                  family->origin() + ": name '" + name + "' is a built-in family's");
+  for (const Family* f : r.families)
+    if (f->name() == name)
+      throw Error(ErrorCode::kInvalidArgument,
+                  family->origin() + ": family '" + name + "' is already defined by " + f->origin());
+  r.owned.push_back(std::move(family));
+  r.families.push_back(r.owned.back().get());
+  return *r.families.back();
+}
+
 void add_locked(Registry& r, const std::string& path) {
   const std::string canonical = fs::weakly_canonical(fs::absolute(path)).string();
   for (const Family* f : r.families)
     if (f->origin() == canonical) return;  // the same file twice (a flag and the environment)
-  std::unique_ptr<Family> family = load_family_file(canonical);
-  const std::string name = family->name();
-  for (const Family* f : builtin_families())
-    if (f->name() == name)
-      throw Error(ErrorCode::kInvalidArgument, canonical + ": name '" + name + "' is a built-in family's");
-  for (const Family* f : r.families)
-    if (f->name() == name)
-      throw Error(ErrorCode::kInvalidArgument,
-                  canonical + ": family '" + name + "' is already defined by " + f->origin());
-  r.owned.push_back(std::move(family));
-  r.families.push_back(r.owned.back().get());
+  add_owned(r, load_family_file(canonical));
 }
 
 void load_environment(Registry& r) {
@@ -147,6 +153,13 @@ const Family& add_family_file(const std::string& path, bool for_child_processes)
     ::setenv("KTUNE_FAMILY_FILES", files.c_str(), 1);
   }
   return *added;
+}
+
+const Family& add_family(std::unique_ptr<Family> family) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  load_environment(r);
+  return add_owned(r, std::move(family));
 }
 
 }  // namespace ktune

@@ -26,4 +26,8 @@ const std::vector<const Family*>& user_families();
 // alone). Throws when it cannot be loaded or its name is taken. Returns the family.
 const Family& add_family_file(const std::string& path, bool for_child_processes = false);
 
+// Adds a family made in this process (ktune::add_family of a FamilyBuilder). Throws when its name
+// is taken. Returns the family.
+const Family& add_family(std::unique_ptr<Family> family);
+
 }  // namespace ktune
