@@ -119,6 +119,30 @@ void Device::make_current() const {
   check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
 }
 
+ContextRestorer::ContextRestorer() {
+  if (!detail::driver_available()) return;
+  known_ = driver().cuCtxGetCurrent(&previous_) == CUDA_SUCCESS;
+}
+
+ContextRestorer::~ContextRestorer() {
+  if (!known_) return;
+  const auto& d = driver();
+  CUcontext now = nullptr;
+  if (d.cuCtxGetCurrent(&now) == CUDA_SUCCESS && now != previous_) d.cuCtxSetCurrent(previous_);
+}
+
+ContextScope::ContextScope(const Device& device) {
+  const auto& d = driver();
+  check(d.cuCtxGetCurrent(&previous_), "cuCtxGetCurrent");
+  if (previous_ == device.context()) return;
+  check(d.cuCtxSetCurrent(device.context()), "cuCtxSetCurrent");
+  switched_ = true;
+}
+
+ContextScope::~ContextScope() {
+  if (switched_) driver().cuCtxSetCurrent(previous_);  // nothing to do if it fails: no throw
+}
+
 namespace detail {
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {

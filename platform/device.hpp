@@ -67,6 +67,35 @@ class Device {
   DeviceInfo info_;
 };
 
+// Gives the calling thread back, at the end of a scope, the CUDA context it had at the start
+// (none included), so that no ktune call leaves a caller's thread switched to another context.
+// Without a driver it does nothing.
+class ContextRestorer {
+ public:
+  ContextRestorer();
+  ~ContextRestorer();
+  ContextRestorer(const ContextRestorer&) = delete;
+  ContextRestorer& operator=(const ContextRestorer&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool known_ = false;
+};
+
+// Makes `device`'s context current for a scope, then gives the thread back the context it had.
+// One driver call when the context is current already (the runtime's hot path).
+class ContextScope {
+ public:
+  explicit ContextScope(const Device& device);
+  ~ContextScope();
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+};
+
 namespace detail {
 
 // Device memory owned by value; freed without throwing.

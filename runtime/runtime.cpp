@@ -357,52 +357,69 @@ namespace {
 }
 }  // namespace
 
-Runtime::Runtime(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
-Runtime::~Runtime() = default;
+// Each entry point leaves the calling thread's CUDA context as it found it (ContextScope).
+Runtime::Runtime(Options options) {
+  const ContextRestorer restore;  // making the device's context binds it to this thread
+  impl_ = std::make_unique<Impl>(std::move(options));
+}
+Runtime::~Runtime() {
+  const ContextRestorer restore;  // unloading modules and releasing the context may bind it
+  impl_.reset();
+}
 Runtime::Runtime(Runtime&&) noexcept = default;
 Runtime& Runtime::operator=(Runtime&&) noexcept = default;
 
 void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                    float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                    float beta, float* c, std::int64_t ldc, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 4, stream);
 }
 void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                    double alpha, const double* a, std::int64_t lda, const double* b,
                    std::int64_t ldb, double beta, double* c, std::int64_t ldc, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 8, stream);
 }
 
 void Runtime::copy(float* dst, const float* src, std::size_t n, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().elementwise<float>(ElementwiseOp::kCopy, "copy", {dst, nullptr, src, nullptr}, n, stream);
 }
 void Runtime::copy(double* dst, const double* src, std::size_t n, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().elementwise<double>(ElementwiseOp::kCopy, "copy", {dst, nullptr, src, nullptr}, n, stream);
 }
 void Runtime::add(float* c, const float* a, const float* b, std::size_t n, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().elementwise<float>(ElementwiseOp::kAdd, "add", {c, nullptr, a, b}, n, stream);
 }
 void Runtime::add(double* c, const double* a, const double* b, std::size_t n, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().elementwise<double>(ElementwiseOp::kAdd, "add", {c, nullptr, a, b}, n, stream);
 }
 void Runtime::complex_copy(float* re_out, float* im_out, const float* re_in, const float* im_in,
                            std::size_t n, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().elementwise<float>(ElementwiseOp::kComplexCopy, "complex_copy",
                             {re_out, im_out, re_in, im_in}, n, stream);
 }
 void Runtime::complex_copy(double* re_out, double* im_out, const double* re_in, const double* im_in,
                            std::size_t n, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().elementwise<double>(ElementwiseOp::kComplexCopy, "complex_copy",
                              {re_out, im_out, re_in, im_in}, n, stream);
 }
 
 void Runtime::histogram(const std::uint8_t* data, std::size_t n, std::uint32_t* counts,
                         bool accumulate, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().histogram(histogram_bytes_call(data, n, counts, accumulate), stream);
 }
 void Runtime::histogram_even(const std::uint8_t* samples, std::size_t n, int bins,
                              std::uint8_t lower, std::uint8_t upper, std::uint32_t* counts,
                              bool accumulate, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().histogram(
       histogram_even_call(HistogramDtype::kU8, samples, n, bins, lower, upper, counts, accumulate),
       stream);
@@ -410,6 +427,7 @@ void Runtime::histogram_even(const std::uint8_t* samples, std::size_t n, int bin
 void Runtime::histogram_even(const std::uint16_t* samples, std::size_t n, int bins,
                              std::uint16_t lower, std::uint16_t upper, std::uint32_t* counts,
                              bool accumulate, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().histogram(
       histogram_even_call(HistogramDtype::kU16, samples, n, bins, lower, upper, counts, accumulate),
       stream);
@@ -417,17 +435,20 @@ void Runtime::histogram_even(const std::uint16_t* samples, std::size_t n, int bi
 void Runtime::histogram_even(const std::int32_t* samples, std::size_t n, int bins,
                              std::int32_t lower, std::int32_t upper, std::uint32_t* counts,
                              bool accumulate, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().histogram(
       histogram_even_call(HistogramDtype::kI32, samples, n, bins, lower, upper, counts, accumulate),
       stream);
 }
 void Runtime::histogram_even(const float* samples, std::size_t n, int bins, float lower,
                              float upper, std::uint32_t* counts, bool accumulate, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().histogram(histogram_even_call(samples, n, bins, lower, upper, counts, accumulate), stream);
 }
 
 void Runtime::launch(const std::string& family, const ProblemSpec& problem,
                      const std::vector<Arg>& args, CUstream stream) {
+  const ContextScope scope(*impl().device);
   impl().launch(family, problem, args, stream);
 }
 

@@ -146,6 +146,33 @@ int more_families(Runtime& rt) {
 
 // Each family with its built-in default configuration (no database): the test that
 // scripts/gpu-check.sh runs under compute-sanitizer's memcheck, racecheck and synccheck.
+// Every entry point leaves the calling thread's current context as it found it: here, none.
+TEST(RuntimeGpu, CallsLeaveTheThreadsContextAsTheyFoundIt) {
+  KTUNE_REQUIRE_GPU();
+  const auto& d = driver();
+  constexpr std::size_t n = 4096;
+  detail::DeviceBuffer src(n * sizeof(float)), dst(n * sizeof(float));
+  upload(src.get(), random_vector<float>(n, 7));
+  check(d.cuCtxSetCurrent(nullptr), "cuCtxSetCurrent");
+  auto current = [&] {
+    CUcontext c = reinterpret_cast<CUcontext>(std::uintptr_t{1});  // a failed read shows
+    check(d.cuCtxGetCurrent(&c), "cuCtxGetCurrent");
+    return c;
+  };
+  {
+    Options o;
+    o.use_database = false;
+    Runtime rt(o);
+    EXPECT_EQ(current(), nullptr) << "after the constructor";
+    rt.copy(reinterpret_cast<float*>(dst.get()), reinterpret_cast<const float*>(src.get()), n);
+    EXPECT_EQ(current(), nullptr) << "after copy";
+  }
+  EXPECT_EQ(current(), nullptr) << "after the destructor";
+  check(d.cuCtxSetCurrent(ktune_held_device.context()), "cuCtxSetCurrent");
+  testing::synchronize();
+  EXPECT_EQ(download<float>(dst.get(), n), download<float>(src.get(), n));
+}
+
 TEST(RuntimeGpu, DefaultConfigurationsOfEachFamily) {
   KTUNE_REQUIRE_GPU();
   Options o;
