@@ -84,6 +84,18 @@ for step in "${steps[@]}"; do
         run_step transpose-app-nearest "$BUILD/example/transpose_example" "$fam" 3000 4099
       fi
       ;;
+    c-api)
+      # A C99 program through libktune.so alone (examples/c; built by tests/install_example.sh
+      # BUILD . keep): an SGEMM and a copy checked, the thread's context kept.
+      run_step c-api env LD_LIBRARY_PATH="$BUILD/example" "$BUILD/example/c_example"
+      ;;
+    python)
+      # The Python package on PyTorch: its GPU tests and host tests (the offline install included),
+      # then python -m ktune.bench against torch.matmul.
+      export KTUNE_LIBRARY=$PWD/$BUILD/libktune.so KTUNE_CLI=$PWD/$BUILD/ktune
+      run_step python-tests bash -c "cd python/tests && python3 _support.py test_gpu test_host"
+      run_step python-bench env PYTHONPATH="$PWD/python" python3 -m ktune.bench --csv "$OUT/python-bench.csv"
+      ;;
     kill-resume)
       # kill -9 of a GPU tuning run with candidates in a worker: no worker may outlive it, and
       # the same command resumes (the candidate in flight recorded as crashed).

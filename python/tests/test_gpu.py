@@ -1,0 +1,124 @@
+"""GPU tests of the Python package with PyTorch: ktune.gemm equals torch.matmul (TF32 off) with
+transposed and non-contiguous views, on torch's current stream and on another one; histogram,
+copy, add; a user's family launched from Python; errors as exceptions. Skipped without a GPU."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import ktune  # noqa: E402
+from _support import raises, skip  # noqa: E402
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        skip("no PyTorch")
+    if not torch.cuda.is_available():
+        skip("no CUDA device for PyTorch")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch
+
+
+def _close(torch, ours, a, b, alpha=1.0, beta=0.0, c0=None):
+    want = alpha * (a.double() @ b.double())
+    if c0 is not None:
+        want += beta * c0.double()
+    k = a.shape[1]
+    eps = torch.finfo(a.dtype).eps
+    bound = 16 * eps * max(k, 1) ** 0.5 * (abs(alpha) * (a.double().abs() @ b.double().abs()) +
+                                           (abs(beta) * c0.double().abs() if c0 is not None else 0))
+    bad = int(((ours.double() - want).abs() > bound + 1e-300).sum())
+    assert bad == 0, f"{bad} of {ours.numel()} elements outside the bound"
+
+
+def test_gemm_equals_matmul_for_views_and_dtypes():
+    torch = _torch()
+    g = torch.Generator(device="cuda").manual_seed(1)
+    for dtype in (torch.float32, torch.float64):
+        for m, n, k in ((64, 48, 32), (1000, 777, 333), (1, 513, 1025), (4096, 16, 2048)):
+            a = torch.rand(m, k, device="cuda", dtype=dtype, generator=g) - 0.5
+            b = torch.rand(k, n, device="cuda", dtype=dtype, generator=g) - 0.5
+            _close(torch, ktune.gemm(a, b), a, b)
+            # Transposed views (no copy), and a slice with a leading dimension above its width.
+            at = (torch.rand(k, m, device="cuda", dtype=dtype, generator=g) - 0.5).t()
+            wide = torch.rand(k, n + 37, device="cuda", dtype=dtype, generator=g) - 0.5
+            bs = wide[:, 5:5 + n]
+            assert not bs.is_contiguous() and not at.is_contiguous()
+            _close(torch, ktune.gemm(at, bs), at, bs)
+            # A column-major out, alpha and beta.
+            c0 = torch.rand(n, m, device="cuda", dtype=dtype, generator=g).t()
+            c = c0.clone(memory_format=torch.preserve_format)
+            ktune.gemm(a, b, out=c, alpha=-0.5, beta=2.0)
+            _close(torch, c, a, b, alpha=-0.5, beta=2.0, c0=c0)
+
+
+def test_gemm_runs_on_the_current_stream():
+    torch = _torch()
+    a = torch.rand(2048, 2048, device="cuda")
+    b = torch.rand(2048, 2048, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)  # the stream is busy: work on another stream would not wait
+        out = ktune.gemm(a, b)
+        total = out.sum()
+    s.synchronize()
+    ref = (a.double() @ b.double()).sum()
+    assert abs(float(total) - float(ref)) <= 1e-3 * abs(float(ref))
+    c = torch.empty(2048, 2048, device="cuda")
+    ktune.gemm(a, b, out=c, stream=s)  # an explicit stream
+    s.synchronize()
+    _close(torch, c, a, b)
+
+
+def test_histogram_copy_add():
+    torch = _torch()
+    x = torch.randint(0, 256, (1_000_003,), dtype=torch.uint8, device="cuda")
+    counts = ktune.histogram(x)
+    want = torch.bincount(x.long(), minlength=256)
+    assert torch.equal(counts.long(), want)
+    f = torch.rand(100_000, device="cuda") * 10
+    even = ktune.histogram(f, bins=10, range=(0.0, 10.0))
+    assert torch.equal(even.long(), torch.histc(f, bins=10, min=0, max=10).long()) or \
+        int((even.long() - torch.histc(f, bins=10, min=0, max=10).long()).abs().sum()) <= 2
+    src = torch.rand(12345, device="cuda")
+    dst = torch.empty_like(src)
+    ktune.copy(dst, src)
+    assert torch.equal(dst, src)
+    out = torch.empty_like(src)
+    ktune.add(out, src, dst)
+    assert torch.equal(out, src + dst)
+
+
+def test_a_family_of_ones_own_from_python():
+    torch = _torch()
+    fam = os.path.join(ROOT, "examples", "transpose", "transpose.family.toml")
+    rt = ktune.Runtime(family_files=[fam], use_database=False)
+    x = torch.rand(300, 517, device="cuda")
+    y = torch.empty(517, 300, device="cuda")
+    ktune.launch("transpose", {"rows": 300, "cols": 517, "dtype": "f32"}, y, x, 300, 517, rt=rt)
+    torch.cuda.synchronize()
+    assert torch.equal(y, x.t())
+    raises(ktune.Error, ktune.launch, "transpose", {"rows": 300, "cols": 517, "dtype": "f32"}, y,
+           x, 300, rt=rt, contains="argument")
+    rt.close()
+
+
+def test_errors_are_exceptions():
+    torch = _torch()
+    raises(TypeError, ktune.gemm, torch.rand(4, 4), torch.rand(4, 4), contains="not on a CUDA")
+    raises(ValueError, ktune.gemm, torch.rand(4, 3, device="cuda"), torch.rand(4, 3, device="cuda"),
+           contains="inner dimensions")
+    raises(TypeError, ktune.gemm, torch.rand(4, 4, device="cuda", dtype=torch.float16),
+           torch.rand(4, 4, device="cuda", dtype=torch.float16), contains="float32 or float64")
+    e = raises(ktune.Error, ktune.explain, "gemm", "not a key")
+    assert e.code == 1, e.code
+
+
+if __name__ == "__main__":
+    from _support import run
+    sys.exit(run("test_gpu"))
