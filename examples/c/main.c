@@ -69,7 +69,7 @@ int main(void) {
   ktune_runtime* rt = NULL;
   s = ktune_runtime_create(&options, &rt);
   if (s == KTUNE_ERROR_NO_DRIVER || s == KTUNE_ERROR_NO_DEVICE) {
-    printf("c_example: %s: %s\n", ktune_status_name(s), ktune_last_error());
+    printf("c_example: %s\n", ktune_last_error()); /* "no CUDA driver: ..." */
     return 2;
   }
   if (s != KTUNE_OK) return fail("ktune_runtime_create", s);

@@ -16,8 +16,10 @@ class Array:
 
     def __init__(self, obj, ptr, shape, strides, dtype, device, kind, stream=None):
         self.obj, self.ptr, self.shape, self.strides = obj, ptr, tuple(shape), tuple(strides)
-        self.dtype, self.kind, self.stream = dtype, kind, stream
-        self._device = device  # an ordinal, or a function that asks the driver (at first use)
+        self.dtype, self.kind = dtype, kind
+        # An ordinal or a stream handle, or a function that finds it at first use: asking the
+        # driver or torch costs microseconds a call need not pay for an unused answer.
+        self._device, self._stream = device, stream
 
     @property
     def device(self):
@@ -26,13 +28,23 @@ class Array:
         return self._device
 
     @property
+    def stream(self):
+        if callable(self._stream):
+            self._stream = self._stream()
+        return self._stream
+
+    @property
     def size(self):
+        if self.kind == "torch":
+            return self.obj.numel()
         n = 1
         for s in self.shape:
             n *= s
         return n
 
     def contiguous(self):
+        if self.kind == "torch":
+            return self.obj.is_contiguous()
         expected = 1
         for extent, stride in zip(reversed(self.shape), reversed(self.strides)):
             if extent != 1 and stride != expected:
@@ -49,14 +61,29 @@ def _cupy():
     return sys.modules.get("cupy")
 
 
+_torch_names = None
+
+
 def _torch_dtype_name(t):
-    torch = _torch()
-    names = {torch.float32: "f32", torch.float64: "f64", torch.uint8: "u8", torch.int32: "i32",
-             torch.int64: "i64", torch.float16: "f16"}
-    for attr, name in (("uint16", "u16"), ("uint32", "u32")):
-        if hasattr(torch, attr):
-            names[getattr(torch, attr)] = name
-    return names.get(t.dtype, str(t.dtype))
+    global _torch_names
+    if _torch_names is None:
+        torch = _torch()
+        names = {torch.float32: "f32", torch.float64: "f64", torch.uint8: "u8", torch.int32: "i32",
+                 torch.int64: "i64", torch.float16: "f16"}
+        for attr, name in (("uint16", "u16"), ("uint32", "u32")):
+            if hasattr(torch, attr):
+                names[getattr(torch, attr)] = name
+        _torch_names = names
+    return _torch_names.get(t.dtype) or str(t.dtype)
+
+
+def _torch_stream(torch, index):
+    """The raw handle of torch's current stream on a device (the call Triton's launcher makes;
+    the public torch.cuda.current_stream builds a Stream object, several microseconds)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
 
 
 _cuda = None
@@ -85,9 +112,9 @@ def as_array(obj, what):
     if torch is not None and isinstance(obj, torch.Tensor):
         if not obj.is_cuda:
             raise TypeError(f"{what}: a tensor on {obj.device}, not on a CUDA device")
-        stream = torch.cuda.current_stream(obj.device).cuda_stream
-        return Array(obj, obj.data_ptr(), obj.shape, obj.stride(), _torch_dtype_name(obj),
-                     obj.device.index, "torch", stream)
+        index = obj.get_device()
+        return Array(obj, obj.data_ptr(), obj.shape, obj.stride(), _torch_dtype_name(obj), index,
+                     "torch", lambda: _torch_stream(torch, index))
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         ptr = cai["data"][0] or 0
@@ -108,7 +135,7 @@ def as_array(obj, what):
         cupy = _cupy()
         if cupy is not None and isinstance(obj, cupy.ndarray):
             return Array(obj, ptr, shape, strides, dtype, obj.device.id, "cupy",
-                         cupy.cuda.get_current_stream().ptr)
+                         lambda: cupy.cuda.get_current_stream().ptr)
         # The device is asked of the driver only when needed, after the arguments' checks.
         device = (lambda: _pointer_device(ptr)) if ptr else 0
         return Array(obj, ptr, shape, strides, dtype, device, "cai", cai.get("stream"))

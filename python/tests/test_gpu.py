@@ -48,7 +48,7 @@ def test_gemm_equals_matmul_for_views_and_dtypes():
             at = (torch.rand(k, m, device="cuda", dtype=dtype, generator=g) - 0.5).t()
             wide = torch.rand(k, n + 37, device="cuda", dtype=dtype, generator=g) - 0.5
             bs = wide[:, 5:5 + n]
-            assert not bs.is_contiguous() and not at.is_contiguous()
+            assert not bs.is_contiguous() and (m == 1 or not at.is_contiguous())
             _close(torch, ktune.gemm(at, bs), at, bs)
             # A column-major out, alpha and beta.
             c0 = torch.rand(n, m, device="cuda", dtype=dtype, generator=g).t()
