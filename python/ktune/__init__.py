@@ -109,6 +109,9 @@ _lock = threading.Lock()
 
 def runtime(device=0):
     """The module's runtime for a device (made at first use, with the default database)."""
+    rt = _runtimes.get(device)  # the common case, without the lock
+    if rt is not None:
+        return rt
     with _lock:
         rt = _runtimes.get(device)
         if rt is None:
@@ -230,7 +233,8 @@ def copy(dst, src, stream=None):
     if not (D.contiguous() and S.contiguous()):
         raise ValueError("copy: dst and src must be contiguous")
     device = _one_device([D, S], "copy")
-    fn = lib().ktune_copy_f32 if D.dtype == "f32" else lib().ktune_copy_f64
+    h = lib()
+    fn = h.ktune_copy_f32 if D.dtype == "f32" else h.ktune_copy_f64
     check(fn(runtime(device).handle, D.ptr, S.ptr, D.size, _stream(S, stream)))
     return dst
 
@@ -244,7 +248,8 @@ def add(out, a, b, stream=None):
     if not (O.contiguous() and A.contiguous() and B.contiguous()):
         raise ValueError("add: out, a and b must be contiguous")
     device = _one_device([O, A, B], "add")
-    fn = lib().ktune_add_f32 if O.dtype == "f32" else lib().ktune_add_f64
+    h = lib()
+    fn = h.ktune_add_f32 if O.dtype == "f32" else h.ktune_add_f64
     check(fn(runtime(device).handle, O.ptr, A.ptr, B.ptr, O.size, _stream(A, stream)))
     return out
 

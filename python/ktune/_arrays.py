@@ -77,13 +77,17 @@ def _torch_dtype_name(t):
     return _torch_names.get(t.dtype) or str(t.dtype)
 
 
+_raw_stream = None
+
+
 def _torch_stream(torch, index):
     """The raw handle of torch's current stream on a device (the call Triton's launcher makes;
     the public torch.cuda.current_stream builds a Stream object, several microseconds)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(index)
-    return torch.cuda.current_stream(index).cuda_stream
+    global _raw_stream
+    if _raw_stream is None:
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+            (lambda i: torch.cuda.current_stream(i).cuda_stream)
+    return _raw_stream(index)
 
 
 _cuda = None
