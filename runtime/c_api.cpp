@@ -75,18 +75,18 @@ ktune::Runtime& runtime_of(ktune_runtime* rt) {
   return rt->runtime;
 }
 
-ktune::Layout layout_of(ktune_layout l) {
+ktune::Layout layout_of(int l) {
   if (l != KTUNE_COL_MAJOR && l != KTUNE_ROW_MAJOR)
     throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
-                       "layout: " + std::to_string(static_cast<int>(l)) +
+                       "layout: " + std::to_string(l) +
                            " is neither KTUNE_COL_MAJOR nor KTUNE_ROW_MAJOR");
   return l == KTUNE_ROW_MAJOR ? ktune::Layout::kRowMajor : ktune::Layout::kColMajor;
 }
 
-ktune::Op op_of(ktune_op o, const char* what) {
+ktune::Op op_of(int o, const char* what) {
   if (o != KTUNE_OP_N && o != KTUNE_OP_T)
     throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
-                       std::string(what) + ": " + std::to_string(static_cast<int>(o)) +
+                       std::string(what) + ": " + std::to_string(o) +
                            " is neither KTUNE_OP_N nor KTUNE_OP_T");
   return o == KTUNE_OP_T ? ktune::Op::kT : ktune::Op::kN;
 }
@@ -113,7 +113,7 @@ extern "C" {
 
 const char* ktune_last_error(void) { return last_error.c_str(); }
 
-const char* ktune_status_name(ktune_status status) {
+const char* ktune_status_name(int status) {
   switch (status) {
     case KTUNE_OK:
       return "ok";
@@ -173,7 +173,7 @@ void ktune_runtime_destroy(ktune_runtime* runtime) {
   }
 }
 
-ktune_status ktune_sgemm(ktune_runtime* rt, ktune_layout layout, ktune_op op_a, ktune_op op_b,
+ktune_status ktune_sgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
                          int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                          int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                          int64_t ldc, ktune_stream stream) {
@@ -183,7 +183,7 @@ ktune_status ktune_sgemm(ktune_runtime* rt, ktune_layout layout, ktune_op op_a, 
   });
 }
 
-ktune_status ktune_dgemm(ktune_runtime* rt, ktune_layout layout, ktune_op op_a, ktune_op op_b,
+ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
                          int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                          int64_t lda, const double* b, int64_t ldb, double beta, double* c,
                          int64_t ldc, ktune_stream stream) {
@@ -294,7 +294,7 @@ ktune_status ktune_launch(ktune_runtime* rt, const char* family, const ktune_axi
         default:
           throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
                              "args[" + std::to_string(i) + "]: unknown kind " +
-                                 std::to_string(static_cast<int>(args[i].kind)));
+                                 std::to_string(args[i].kind));
       }
     }
     r.launch(family, spec, list, stream_of(stream));

@@ -46,6 +46,8 @@ typedef enum ktune_status {
   KTUNE_ERROR_OUT_OF_MEMORY = 10    /* host memory ran out */
 } ktune_status;
 
+/* Layouts and ops. Parameters that take them (and statuses, and argument kinds) are plain ints, so
+ * that any value a caller passes is checked, not undefined: an unknown one is refused. */
 typedef enum ktune_layout { KTUNE_COL_MAJOR = 0, KTUNE_ROW_MAJOR = 1 } ktune_layout;
 typedef enum ktune_op { KTUNE_OP_N = 0, KTUNE_OP_T = 1 } ktune_op;
 
@@ -66,7 +68,7 @@ typedef struct ktune_runtime_options {
 
 /* The message of the last failed call on this thread ("" if none), and a status's name. */
 KTUNE_C_EXPORT const char* ktune_last_error(void);
-KTUNE_C_EXPORT const char* ktune_status_name(ktune_status status);
+KTUNE_C_EXPORT const char* ktune_status_name(int status);
 /* ktune's version, e.g. "0.1.0 (git abc1234)". */
 KTUNE_C_EXPORT const char* ktune_version(void);
 
@@ -77,13 +79,13 @@ KTUNE_C_EXPORT ktune_status ktune_runtime_create(const ktune_runtime_options* op
 KTUNE_C_EXPORT void ktune_runtime_destroy(ktune_runtime* runtime);
 
 /* C = alpha * op(A) * op(B) + beta * C with BLAS semantics, as Runtime::gemm. */
-KTUNE_C_EXPORT ktune_status ktune_sgemm(ktune_runtime* rt, ktune_layout layout, ktune_op op_a,
-                                        ktune_op op_b, int64_t m, int64_t n, int64_t k,
+KTUNE_C_EXPORT ktune_status ktune_sgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
+                                        int64_t m, int64_t n, int64_t k,
                                         float alpha, const float* a, int64_t lda, const float* b,
                                         int64_t ldb, float beta, float* c, int64_t ldc,
                                         ktune_stream stream);
-KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, ktune_layout layout, ktune_op op_a,
-                                        ktune_op op_b, int64_t m, int64_t n, int64_t k,
+KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
+                                        int64_t m, int64_t n, int64_t k,
                                         double alpha, const double* a, int64_t lda,
                                         const double* b, int64_t ldb, double beta, double* c,
                                         int64_t ldc, ktune_stream stream);
@@ -136,7 +138,7 @@ typedef enum ktune_arg_kind {
   KTUNE_ARG_REAL = 3
 } ktune_arg_kind;
 typedef struct ktune_arg {
-  ktune_arg_kind kind;
+  int kind; /* a ktune_arg_kind */
   const void* pointer;
   int64_t integer;
   uint64_t uinteger;
