@@ -367,7 +367,11 @@ Runtime::~Runtime() {
   impl_.reset();
 }
 Runtime::Runtime(Runtime&&) noexcept = default;
-Runtime& Runtime::operator=(Runtime&&) noexcept = default;
+Runtime& Runtime::operator=(Runtime&& other) noexcept {
+  const ContextRestorer restore;  // the runtime replaced here is destroyed (see ~Runtime)
+  impl_ = std::move(other.impl_);
+  return *this;
+}
 
 void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                    float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
