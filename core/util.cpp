@@ -148,6 +148,14 @@ std::vector<std::string> split(std::string_view text, char sep) {
   return out;
 }
 
+std::vector<std::string> split_paths(const char* text) {
+  std::vector<std::string> out;
+  if (!text) return out;
+  for (auto& part : split(text, ':'))
+    if (!part.empty()) out.push_back(std::move(part));
+  return out;
+}
+
 std::string trim(std::string_view text) {
   size_t b = text.find_first_not_of(" \t\r\n");
   if (b == text.npos) return {};

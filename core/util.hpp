@@ -40,6 +40,8 @@ std::string utc_now();  // "2026-11-22T00:12:20.123Z"
 std::optional<double> parse_utc(std::string_view text);
 
 std::vector<std::string> split(std::string_view text, char sep);
+// A PATH-style list ("a:b::c"): its non-empty parts; none for null or "".
+std::vector<std::string> split_paths(const char* text);
 std::string trim(std::string_view text);
 
 }  // namespace ktune

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util.hpp"
 #include "families/file_family.hpp"
 #include "ktune/error.hpp"
 
@@ -35,20 +36,6 @@ struct Registry {
 Registry& registry() {
   static Registry r;
   return r;
-}
-
-std::vector<std::string> split_list(const char* text) {
-  std::vector<std::string> out;
-  if (!text) return out;
-  std::string s(text);
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(':', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
 }
 
 // Takes a loaded family unless its name is taken.
@@ -81,8 +68,8 @@ void load_environment(Registry& r) {
   }
   r.loaded = true;
   try {
-    for (const auto& file : split_list(std::getenv("KTUNE_FAMILY_FILES"))) add_locked(r, file);
-    for (const auto& folder : split_list(std::getenv("KTUNE_FAMILY_PATH"))) {
+    for (const auto& file : split_paths(std::getenv("KTUNE_FAMILY_FILES"))) add_locked(r, file);
+    for (const auto& folder : split_paths(std::getenv("KTUNE_FAMILY_PATH"))) {
       std::error_code ec;
       if (!fs::is_directory(folder, ec))
         throw Error(ErrorCode::kInvalidArgument,

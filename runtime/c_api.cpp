@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util.hpp"
 #include "ktune/error.hpp"
 #include "ktune/ktune.hpp"
 #include "ktune/version.hpp"
@@ -93,20 +94,6 @@ ktune::Op op_of(int o, const char* what) {
 
 CUstream stream_of(ktune_stream s) { return reinterpret_cast<CUstream>(s); }
 
-std::vector<std::string> split_files(const char* text) {
-  std::vector<std::string> out;
-  if (!text) return out;
-  std::string s(text);
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    std::size_t end = s.find(':', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 extern "C" {
@@ -159,7 +146,7 @@ ktune_status ktune_runtime_create(const ktune_runtime_options* options, ktune_ru
       if (size >= offsetof(ktune_runtime_options, no_database) + sizeof(int))
         o.use_database = options->no_database == 0;
       if (size >= offsetof(ktune_runtime_options, family_files) + sizeof(const char*))
-        o.family_files = split_files(options->family_files);
+        o.family_files = ktune::split_paths(options->family_files);
     }
     *out = new ktune_runtime{ktune::Runtime(std::move(o))};
   });
