@@ -132,6 +132,8 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.max_evals = targs.max_evals;
   options.max_seconds = targs.max_seconds;
   options.patience = targs.patience;
+  options.reuse_binaries = targs.binary_cache_mb > 0;
+  options.binary_cache_bytes = targs.binary_cache_mb << 20;
   for (const std::string& text : targs.only) {
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
@@ -299,8 +301,8 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                       << " from earlier runs; stopped: " << s.stop_reason << "; "
                       << fixed(s.seconds, 1) << " s; " << s.compiled << " compiles on "
                       << s.compile_threads << " threads ("
-                      << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1)
-                      << " per s), GPU waited on compiles " << fixed(s.gpu_wait_seconds, 1)
+                      << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1) << " per s), "
+                      << s.reused << " from the binary cache, GPU waited on compiles " << fixed(s.gpu_wait_seconds, 1)
                       << " s ("
                       << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
                       << "% of the run)\n";

@@ -1007,6 +1007,33 @@ void Database::put_binary(const std::string& key, const std::string& arch, const
   }
 }
 
+std::size_t Database::limit_binaries(std::uint64_t max_bytes) {
+  if (read_only()) return 0;
+  try {
+    // length() of a blob reads its size from the record, not its pages.
+    SQLite::Statement q(*db_,
+                        "SELECT key, length(cubin) FROM binaries ORDER BY created_at DESC, rowid DESC");
+    std::uint64_t kept = 0;
+    std::vector<std::string> old;
+    while (q.executeStep()) {
+      kept += static_cast<std::uint64_t>(q.getColumn(1).getInt64());
+      if (kept > max_bytes) old.push_back(q.getColumn(0).getString());
+    }
+    if (old.empty()) return 0;
+    SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement del(*db_, "DELETE FROM binaries WHERE key=?");
+    for (const auto& key : old) {
+      del.bind(1, key);
+      del.exec();
+      del.reset();
+    }
+    tx.commit();
+    return old.size();
+  } catch (const std::exception& e) {
+    fail("trimming the binary cache", e);
+  }
+}
+
 std::int64_t Database::binary_count() {
   try {
     return db_->execAndGet("SELECT count(*) FROM binaries").getInt64();

@@ -193,6 +193,9 @@ class Database final : public BinaryStore {
                   const CachedBinary& binary) override;
   bool accepts_binaries() const override { return !read_only(); }
   std::int64_t binary_count();
+  // Keeps the binary cache within `max_bytes` of code, removing the oldest binaries first (they
+  // compile again on use). Returns how many were removed; nothing on a read-only database.
+  std::size_t limit_binaries(std::uint64_t max_bytes);
 
   // Rows from elsewhere (import, merge, presets), written in one transaction: each row's device is
   // found or created by the identity in r.device (r.device_id is ignored), run ids are dropped,

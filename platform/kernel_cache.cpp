@@ -33,6 +33,18 @@ std::vector<FunctionResources> resources_from_text(const std::string& text) {
 
 }  // namespace
 
+CachedBinary to_cached_binary(const CompileResult& compiled) {
+  return CachedBinary{compiled.cubin, compiled.lowered_names, resources_to_text(compiled.resources)};
+}
+
+bool from_cached_binary(CachedBinary binary, CompileResult& out) {
+  out.cubin = std::move(binary.cubin);
+  out.lowered_names = std::move(binary.lowered_names);
+  out.resources = resources_from_text(binary.resources_json);
+  out.compile_ms = 0;  // nothing was compiled
+  return out.resources.size() == out.lowered_names.size() && !out.cubin.empty();
+}
+
 Kernel::Kernel(const CompileResult& compiled, const Device& device)
     : resources_(compiled.resources),
       occupancy_block_(compiled.lowered_names.size()),
@@ -182,18 +194,13 @@ std::shared_ptr<const Kernel> KernelCache::load(const std::string& key,
 bool KernelCache::find_binary(const std::string& key, CompileResult& out) {
   if (!store_) return false;
   auto b = store_->find_binary(key);
-  if (!b) return false;
-  out.cubin = std::move(b->cubin);
-  out.lowered_names = std::move(b->lowered_names);
-  out.resources = resources_from_text(b->resources_json);
-  return out.resources.size() == out.lowered_names.size() && !out.cubin.empty();
+  return b && from_cached_binary(std::move(*b), out);
 }
 
 void KernelCache::store_binary(const std::string& key, const CompileRequest& request,
                                const CompileResult& compiled) {
   if (!store_ || !store_->accepts_binaries()) return;
-  CachedBinary b{compiled.cubin, compiled.lowered_names, resources_to_text(compiled.resources)};
-  store_->put_binary(key, request.arch, b);
+  store_->put_binary(key, request.arch, to_cached_binary(compiled));
 }
 
 std::shared_ptr<const Kernel> KernelCache::get(const CompileRequest& request) {

@@ -36,6 +36,11 @@ class BinaryStore {
   virtual bool accepts_binaries() const = 0;  // false: put_binary is not to be called
 };
 
+// A compile result as a store keeps it, and back: false when the stored form is unreadable (a
+// resource list that does not match the names, no code), which the caller compiles again.
+CachedBinary to_cached_binary(const CompileResult& compiled);
+bool from_cached_binary(CachedBinary binary, CompileResult& out);
+
 // A loaded CUBIN and the kernels looked up in it, one per name expression.
 class Kernel {
  public:

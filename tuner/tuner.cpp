@@ -43,6 +43,7 @@ struct CompileOutcome {
   std::string error;
   std::string details;
   std::string key;
+  bool reused = false;  // read from the binary cache: nothing to store
 };
 
 struct Pending {
@@ -199,6 +200,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::size_t proposed = 0, strategy_proposed = 0;
   std::atomic<double> compile_seconds{0};
   std::atomic<std::size_t> compiled{0};
+  std::size_t stored_binaries = 0;
 
   auto refill = [&] {
     while (queue.size() < pipeline_window(window, summary.evaluated, strategy_proposed,
@@ -221,10 +223,28 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         continue;
       }
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);
-      queue.push_back(
-          {*next, pool.submit([request = std::move(request), &compile_seconds, &compiled] {
+      std::string cache_key = compile_cache_key(request);
+      if (options.reuse_binaries) {
+        // The store is read here, on the loop's thread, which alone uses the database.
+        CompileOutcome out;
+        CompileResult stored;
+        if (auto binary = db.find_binary(cache_key);
+            binary && from_cached_binary(std::move(*binary), stored)) {
+          out.key = std::move(cache_key);
+          out.result = std::move(stored);
+          out.reused = true;
+          ++summary.reused;
+          std::promise<CompileOutcome> ready;
+          ready.set_value(std::move(out));
+          queue.push_back({*next, ready.get_future()});
+          continue;
+        }
+      }
+      queue.push_back({*next, pool.submit([request = std::move(request),
+                                           cache_key = std::move(cache_key), &compile_seconds,
+                                           &compiled] {
              CompileOutcome out;
-             out.key = compile_cache_key(request);
+             out.key = cache_key;
              auto t0 = Clock::now();
              try {
                out.result = compile(request);
@@ -259,6 +279,10 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     CompileOutcome outcome = pending.outcome.get();
     summary.gpu_wait_seconds += seconds_since(wait_start);
     refill();
+    if (outcome.result && !outcome.reused && options.reuse_binaries && db.accepts_binaries()) {
+      db.put_binary(outcome.key, arch, to_cached_binary(*outcome.result));
+      ++stored_binaries;
+    }
 
     const Config& config = space.at(pending.index);
     ResultRecord row;
@@ -337,6 +361,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   progress.finish();
   // Let outstanding compiles finish before the pool and the queue go away.
   for (auto& p : queue) p.outcome.wait();
+  if (stored_binaries) db.limit_binaries(options.binary_cache_bytes);
   db.finish_run(summary.run_id,
                 summary.stop_reason.rfind("context lost", 0) == 0 ? "aborted" : "completed");
   run_guard.finished = true;

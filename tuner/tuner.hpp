@@ -39,6 +39,12 @@ struct TuneOptions {
   std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
   SearchSpace::Only only;          // parameters held to some of their values
   WorkerOptions worker;
+  // Compile each kernel once: candidates are read from the database's binary cache when another
+  // run (of any problem: a GEMM kernel depends on its types, ops and parameters only) compiled
+  // them, and what this run compiles is kept there, within binary_cache_bytes of code (the oldest
+  // go first).
+  bool reuse_binaries = true;
+  std::uint64_t binary_cache_bytes = std::uint64_t(1) << 30;
 };
 
 struct TuneSummary {
@@ -56,6 +62,7 @@ struct TuneSummary {
   double seconds = 0;
   double compile_seconds = 0;  // summed over compile threads
   std::size_t compiled = 0;    // NVRTC compiles (candidates proposed, run or not)
+  std::size_t reused = 0;      // candidates read from the binary cache instead
   std::size_t compile_threads = 0;
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
   int worker_restarts = 0;           // workers replaced after a fault or a timeout

@@ -1,0 +1,139 @@
+// Host tests: the tuning loop compiles each kernel once. Candidates it compiled for one problem
+// are read back from the database's binary cache when another problem needs the same kernel
+// (real NVRTC, real SQLite). The runner times candidates with a synthetic objective that stands in
+// for the GPU: this tests the loop's use of the cache, not the kernels.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "db/database.hpp"
+#include "families/registry.hpp"
+#include "platform/kernel_cache.hpp"
+#include "temp_dir.hpp"
+#include "tuner/runner.hpp"
+#include "tuner/tuner.hpp"
+
+namespace ktune {
+namespace {
+
+class SyntheticCompiledRunner final : public CandidateRunner {
+ public:
+  SyntheticCompiledRunner() {
+    info_.name = "NVIDIA H100 80GB HBM3";
+    info_.limits = DeviceLimits::for_arch(9, 0);
+    info_.limits.sm_count = 132;
+  }
+  const DeviceInfo& device() const override { return info_; }
+  bool compiles() const override { return true; }
+  Measurement measure(std::size_t, const Config& config, const CompileResult* compiled,
+                      const std::string& key, ResultRecord&) override {
+    Measurement m;
+    // What the GPU runner would load: a module with one function per name expression.
+    if (!compiled || compiled->cubin.empty() || compiled->lowered_names.empty() || key.empty()) {
+      m.status = status::kLaunchError;
+      m.message = "no binary";
+      return m;
+    }
+    binaries.push_back(compiled->cubin);
+    m.status = status::kOk;
+    const double ms = 1.0 + static_cast<double>(std::hash<std::string>{}(to_string(config)) % 97) / 97;
+    m.timing.min_ms = m.timing.median_ms = m.timing.max_ms = ms;
+    m.timing.repeats = 1;
+    m.metric = 1.0 / ms;
+    return m;
+  }
+  std::vector<std::vector<char>> binaries;
+
+ private:
+  DeviceInfo info_;
+};
+
+TuneOptions options(std::size_t evals) {
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = evals;
+  o.progress = false;
+  o.compile_threads = 2;
+  return o;
+}
+
+TEST(BinaryReuse, ASecondProblemReadsTheKernelsTheFirstCompiled) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& family = find_family("elementwise");
+  const Problem small = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  const Problem large = Problem::parse("elementwise", "align=16;dtype=f32;n=16777216;op=copy");
+
+  SyntheticCompiledRunner first;
+  const TuneSummary a = tune(db, first, family, small, options(6));
+  EXPECT_EQ(a.evaluated, 6u);
+  EXPECT_EQ(a.compiled, 6u);
+  EXPECT_EQ(a.reused, 0u);
+  EXPECT_EQ(db.binary_count(), 6);
+
+  // The same seed proposes the same configurations for the larger copy: its kernels are the
+  // same (an elementwise kernel does not depend on n), so none is compiled again.
+  SyntheticCompiledRunner second;
+  const TuneSummary b = tune(db, second, family, large, options(6));
+  EXPECT_EQ(b.evaluated, 6u);
+  EXPECT_EQ(b.reused, 6u);
+  EXPECT_EQ(b.compiled, 0u);
+  EXPECT_EQ(db.binary_count(), 6);
+  // The binaries measured are byte for byte those compiled the first time.
+  std::sort(first.binaries.begin(), first.binaries.end());
+  std::sort(second.binaries.begin(), second.binaries.end());
+  EXPECT_EQ(first.binaries, second.binaries);
+
+  // A kernel of another type is another binary: compiled, then kept.
+  const Problem add = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=add");
+  SyntheticCompiledRunner third;
+  const TuneSummary c = tune(db, third, family, add, options(3));
+  EXPECT_EQ(c.reused, 0u);
+  EXPECT_EQ(c.compiled, 3u);
+  EXPECT_EQ(db.binary_count(), 9);
+}
+
+TEST(BinaryReuse, OffCompilesEverythingAndKeepsNothing) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& family = find_family("elementwise");
+  const Problem p = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  TuneOptions o = options(4);
+  o.reuse_binaries = false;
+  SyntheticCompiledRunner runner;
+  const TuneSummary s = tune(db, runner, family, p, o);
+  EXPECT_EQ(s.compiled, 4u);
+  EXPECT_EQ(s.reused, 0u);
+  EXPECT_EQ(db.binary_count(), 0);
+}
+
+TEST(BinaryReuse, TheCacheStaysWithinItsLimitOldestFirst) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  auto put = [&](const std::string& key, std::size_t bytes) {
+    CachedBinary b;
+    b.cubin.assign(bytes, 'x');
+    b.lowered_names = {"k"};
+    b.resources_json = "k 32 1 0 0 0 0\n";
+    db.put_binary(key, "sm_90", b);
+  };
+  put("old", 1000);
+  put("middle", 1000);
+  put("new", 1000);
+  EXPECT_EQ(db.limit_binaries(3000), 0u);
+  EXPECT_EQ(db.binary_count(), 3);
+  EXPECT_EQ(db.limit_binaries(2500), 1u);  // the oldest goes
+  EXPECT_FALSE(db.find_binary("old"));
+  EXPECT_TRUE(db.find_binary("middle"));
+  EXPECT_TRUE(db.find_binary("new"));
+  // A read-back binary is what was stored.
+  CompileResult r;
+  ASSERT_TRUE(from_cached_binary(*db.find_binary("new"), r));
+  EXPECT_EQ(r.cubin.size(), 1000u);
+  EXPECT_EQ(r.resources.at(0).registers, 32);
+  EXPECT_EQ(db.limit_binaries(0), 2u);
+  EXPECT_EQ(db.binary_count(), 0);
+}
+
+}  // namespace
+}  // namespace ktune
