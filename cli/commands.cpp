@@ -694,8 +694,16 @@ int cmd_explain(const Common& common, const std::string& family_name,
   if (!c.tuned_problem.empty()) t.add({"tuned problem", c.tuned_problem});
   if (!c.device.empty()) t.add({"measured on", c.device});
   if (c.measured) t.add({"measured", metric_text(*c.measured, c.unit)});
+  if (c.predicted_ms) t.add({"predicted", fixed(*c.predicted_ms, 4) + " ms on this problem"});
   t.add({"database", answered_from.empty() ? "none" : answered_from});
   t.print(std::cout);
+  if (!c.candidates.empty()) {
+    std::cout << "\ncandidates ranked by the model (the winners of tuned problems, adapted):\n";
+    Table ranked({"predicted ms", "measured ms", "tuned problem", "config"});
+    for (const auto& k : c.candidates)
+      ranked.add({fixed(k.predicted_ms, 4), fixed(k.measured_ms, 4), k.tuned_problem, k.config});
+    ranked.print(std::cout);
+  }
   check_stdout("explain");
   return kExitOk;
 }

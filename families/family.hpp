@@ -128,6 +128,21 @@ class Family {
   virtual Config adapt(const Config& config, const Problem&, const DeviceLimits&) const {
     return config;
   }
+  // The lookup's predicted step ranks the winners of tuned problems on a problem nobody tuned by
+  // the time a model gives them. predict_ms: the time `candidate` would take on `target`, from
+  // `measured`, a configuration measured at `measured_ms` on `tuned` (candidate is measured or a
+  // variant of it), on `device`; nullopt where the family has no model (the nearest tuned
+  // problem answers then). variants: configurations worth ranking besides an adapted winner
+  // (GEMM: its other split-K counts); the lookup checks each against reject().
+  virtual std::optional<double> predict_ms(const Config& /*measured*/, const Problem& /*tuned*/,
+                                           double /*measured_ms*/, const Config& /*candidate*/,
+                                           const Problem& /*target*/,
+                                           const DeviceInfo& /*device*/) const {
+    return std::nullopt;
+  }
+  virtual std::vector<Config> variants(const Config&, const Problem&, const DeviceLimits&) const {
+    return {};
+  }
   // Threads per block the candidate launches with (0: chosen at launch, e.g. by the occupancy
   // API). The tuner checks it against what the loaded kernel allows before running it.
   virtual int block_threads(const Config&, const Problem&) const { return 0; }

@@ -300,6 +300,7 @@ ktune_status ktune_explain(ktune_runtime* rt, const char* family, const char* pr
     std::string line = "step=" + std::string(ktune::to_string(c.step)) + " config=" + c.config +
                        " tuned_problem=" + c.tuned_problem;
     if (c.measured) line += " measured=" + std::to_string(*c.measured) + " unit=" + c.unit;
+    if (c.predicted_ms) line += " predicted_ms=" + std::to_string(*c.predicted_ms);
     if (!c.device.empty()) line += " device=" + c.device;
     if (needed) *needed = line.size() + 1;
     if (size) {

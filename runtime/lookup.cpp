@@ -1,7 +1,9 @@
 // The lookup chain. Results of another template hash are stale and never used.
 #include "runtime/lookup.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <map>
 
 #include "db/database.hpp"
 #include "families/family.hpp"
@@ -20,6 +22,8 @@ std::string_view to_string(LookupStep step) noexcept {
       return "same-arch";
     case LookupStep::kDefault:
       return "default";
+    case LookupStep::kPredicted:
+      return "predicted";
   }
   return "?";
 }
@@ -48,6 +52,59 @@ LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
   r.measured = row.metric;
   r.unit = row.unit;
   r.device = row.device.identity();
+  return r;
+}
+
+// The predicted step over the rows `eligible` accepts; nullopt where the family has no model or
+// no row gives a prediction.
+template <typename Eligible>
+std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows, Eligible eligible,
+                                      const Family& family, const Problem& problem,
+                                      const DeviceInfo& device) {
+  struct Ranked {
+    double ms;
+    const ResultRecord* row;
+    Config config;
+  };
+  std::vector<Ranked> ranked;
+  std::map<Config, std::size_t> seen;  // one entry per configuration: its best prediction
+  for (const auto& row : rows) {
+    if (!eligible(row) || !(row.time_median_ms > 0)) continue;
+    Problem tuned;
+    Config measured;
+    try {
+      tuned = family.parse_problem(row.problem);
+      measured = family.normalize(parse_config(row.config));
+    } catch (const Error&) {
+      continue;
+    }
+    if (tuned.attrs.at("dtype") != problem.attrs.at("dtype")) continue;
+    auto adapted = usable(row, family, problem, device.limits);
+    if (!adapted) continue;
+    std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
+    candidates.insert(candidates.begin(), *adapted);
+    for (auto& c : candidates) {
+      if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty())
+        continue;
+      const auto ms = family.predict_ms(measured, tuned, row.time_median_ms, c, problem, device);
+      if (!ms) continue;
+      auto [it, fresh] = seen.emplace(c, ranked.size());
+      if (fresh)
+        ranked.push_back({*ms, &row, std::move(c)});
+      else if (*ms < ranked[it->second].ms)
+        ranked[it->second] = {*ms, &row, std::move(c)};
+    }
+  }
+  if (ranked.empty()) return std::nullopt;
+  // Ties (equal predictions) to the configuration measured first in the rows' order.
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.ms < b.ms; });
+  LookupResult r = from_row(LookupStep::kPredicted, *ranked.front().row, ranked.front().config);
+  r.predicted_ms = ranked.front().ms;
+  for (std::size_t i = 0; i < ranked.size() && i < 8; ++i)
+    r.candidates.push_back({to_string(ranked[i].config), ranked[i].row->problem,
+                            ranked[i].row->device.identity(), ranked[i].row->time_median_ms,
+                            ranked[i].ms});
   return r;
 }
 
@@ -94,16 +151,27 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (!found) return std::nullopt;
       return from_row(step, *found, *config);
     };
-    // 2. nearest tuned problem of this device
+    // 2. predicted: every usable winner of this device (of its architecture where this device
+    //    has none), adapted, with its variants, ranked by the family's model.
+    if (auto r = predicted(best, same_device, family, problem, device)) return *r;
+    if (auto r = predicted(
+            best,
+            [&](const ResultRecord& row) {
+              return row.device.cc_major == limits.cc_major &&
+                     row.device.cc_minor == limits.cc_minor;
+            },
+            family, problem, device))
+      return *r;
+    // 3. nearest tuned problem of this device
     if (auto r = nearest(LookupStep::kNearest, same_device)) return *r;
-    // 3. the same compute capability on another device: nearest problem there
+    // 4. the same compute capability on another device: nearest problem there
     if (auto r = nearest(LookupStep::kSameArch, [&](const ResultRecord& row) {
           return !same_device(row) && row.device.cc_major == limits.cc_major &&
                  row.device.cc_minor == limits.cc_minor;
         }))
       return *r;
   }
-  // 4. built-in default, valid for every problem
+  // 5. built-in default, valid for every problem
   LookupResult r;
   r.step = LookupStep::kDefault;
   r.config = family.default_config(problem, limits);
@@ -121,6 +189,8 @@ Choice to_choice(const LookupResult& r, const Family& family, const Problem& pro
   c.measured = r.measured;
   c.unit = r.unit;
   c.device = r.device;
+  c.predicted_ms = r.predicted_ms;
+  c.candidates = r.candidates;
   return c;
 }
 

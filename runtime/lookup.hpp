@@ -1,8 +1,10 @@
-// The configuration lookup chain: exact -> nearest -> same architecture -> built-in default.
+// The configuration lookup chain: exact -> predicted (families with a model) -> nearest -> same
+// architecture -> built-in default.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ktune/ktune.hpp"
 #include "platform/device.hpp"
@@ -20,6 +22,8 @@ struct LookupResult {
   std::optional<double> measured;
   std::string unit;
   std::string device;
+  std::optional<double> predicted_ms;       // kPredicted
+  std::vector<Choice::Candidate> candidates;  // kPredicted: the ranking, fastest first
 };
 
 // Walks the chain for one problem. Every answer is checked valid for the problem on this device

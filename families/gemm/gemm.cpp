@@ -98,6 +98,56 @@ Geometry geometry(const Config& c, const Problem& p) {
   return geometry(c, dtype_bytes(p.attr("dtype")), ta, tb);
 }
 
+// The cost model of the predicted lookup step (docs/GEMM.md, "Shapes nobody tuned"): what a
+// configuration does on a problem, in units its own measurement calibrates.
+struct GemmCost {
+  // Block-steps (k-tiles) on the busiest SM, weighed by how well the blocks resident there at
+  // once keep it busy (1 from 8 warps on: 2 per scheduler, which the FMA loop's ILP fills).
+  double sm_steps = 0;
+  double dram_bytes = 0;    // A, B and C once each: the least any tiling moves
+  double reduce_bytes = 0;  // split-K partial sums written and read, and C written by the sum
+  bool split = false;
+};
+
+GemmCost gemm_cost(const Config& c, const Problem& p, const DeviceLimits& limits) {
+  const int bytes = dtype_bytes(p.attr("dtype"));
+  const double m = static_cast<double>(p.size("m")), n = static_cast<double>(p.size("n")),
+               k = static_cast<double>(p.size("k"));
+  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
+  const std::int64_t tiles = ((p.size("m") + bm - 1) / bm) * ((p.size("n") + bn - 1) / bn);
+  // Splits as gemm_launch makes them.
+  std::int64_t kps = p.size("k"), splits = 1;
+  if (const std::int64_t split = get(c, "SPLITK"); split > 1) {
+    kps = ((p.size("k") + split - 1) / split + bk - 1) / bk * bk;
+    splits = (p.size("k") + kps - 1) / kps;
+  }
+  const Geometry g = geometry(c, p);
+  // Blocks resident per SM: shared memory, threads and registers (the accumulators and their
+  // operands, or the cap MINB sets) allowing.
+  const int words = bytes / 4;
+  int regs = std::min(255, g.accumulators * words * 3 / 2 + 40);
+  if (const std::int64_t minb = get(c, "MINB"); minb > 1)
+    regs = std::min(regs, limits.regs_per_sm / static_cast<int>(minb * g.threads) / 8 * 8);
+  const int per_warp = (regs * 32 + 255) / 256 * 256;
+  const int warps = std::max(1, g.threads / 32);
+  const int resident = std::max(
+      1, std::min({limits.regs_per_sm / (warps * per_warp),
+                   limits.smem_per_sm / std::max(1, g.smem + 1024),
+                   limits.max_threads_per_sm / std::max(1, g.threads), limits.max_blocks_per_sm}));
+  const double blocks = static_cast<double>(tiles * splits);
+  const double busiest = std::ceil(blocks / limits.sm_count);
+  const double together = std::min<double>(busiest, resident);
+  const double busy = std::min(1.0, together * warps / 8.0);
+  GemmCost cost;
+  cost.sm_steps = busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk)) / busy;
+  cost.dram_bytes = (m * k + k * n + m * n) * bytes;
+  cost.split = splits > 1;
+  if (cost.split)
+    cost.reduce_bytes = (2.0 * static_cast<double>(splits) + 1) * static_cast<double>(tiles) *
+                        static_cast<double>(bm * bn) * bytes;
+  return cost;
+}
+
 class GemmFamily final : public Family {
  public:
   GemmFamily() {
@@ -346,6 +396,57 @@ class GemmFamily final : public Family {
     if (reject(c, p, limits).find("SWIZZLE") != std::string::npos) c["SWIZZLE"] = 1;
     if (c["SPLITK"] > 1 && !reject(c, p, limits).empty()) c["SPLITK"] = 1;
     return c;
+  }
+
+  // Time = a fixed launch cost + the larger of the main loop (the busiest SM's block-steps x the
+  // configuration's own time per block-step, calibrated on its measurement) and the least DRAM
+  // traffic, + the split-K reduction's traffic and launch. A configuration's block-steps take the
+  // time they took where it was measured: the model moves it between shapes (tile and wave
+  // quantisation, occupancy, k, split-K); it does not guess tiles nobody measured.
+  std::optional<double> predict_ms(const Config& measured, const Problem& tuned,
+                                   double measured_ms, const Config& candidate,
+                                   const Problem& target,
+                                   const DeviceInfo& device) const override {
+    if (tuned.attr("dtype") != target.attr("dtype") || !(measured_ms > 0)) return std::nullopt;
+    constexpr double kLaunchMs = 0.003;
+    // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where unknown.
+    const double bandwidth =
+        device.memory_clock_khz > 0 && device.memory_bus_bits > 0
+            ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
+            : 3.35e12;
+    auto side_ms = [&](const GemmCost& c) {
+      return c.split ? c.reduce_bytes / bandwidth * 1e3 + kLaunchMs : 0.0;
+    };
+    const GemmCost was = gemm_cost(measured, tuned, device.limits);
+    const GemmCost will = gemm_cost(candidate, target, device.limits);
+    if (was.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
+    const double loop_ms =
+        std::max(measured_ms - kLaunchMs - side_ms(was), 0.25 * measured_ms);
+    const double per_step = loop_ms / was.sm_steps;
+    double ms = kLaunchMs + std::max(will.sm_steps * per_step, will.dram_bytes / bandwidth * 1e3) +
+                side_ms(will);
+    // Measured on another op: its loads differ; keep a margin for what was not measured.
+    if (tuned.attr("op") != target.attr("op")) ms *= 1.1;
+    return ms;
+  }
+
+  std::vector<Config> variants(const Config& c, const Problem& p,
+                               const DeviceLimits& limits) const override {
+    // Other split-K counts: a winner of a square shape splits nothing, and a shape with few tiles
+    // and a long k needs it split (the model weighs the waves it fills against the reduction).
+    std::vector<Config> out;
+    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN");
+    const std::int64_t tiles = ((p.size("m") + bm - 1) / bm) * ((p.size("n") + bn - 1) / bn);
+    if (tiles >= limits.sm_count) return out;
+    const auto splits = std::find_if(params_.begin(), params_.end(),
+                                     [](const Param& q) { return q.name == "SPLITK"; });
+    for (std::int64_t split : splits->values) {
+      if (split == get(c, "SPLITK")) continue;
+      Config v = c;
+      v["SPLITK"] = split;
+      out.push_back(std::move(v));
+    }
+    return out;
   }
 
   int block_threads(const Config& c, const Problem& p) const override {

@@ -152,7 +152,8 @@ KTUNE_C_EXPORT ktune_status ktune_launch(ktune_runtime* rt, const char* family,
                                          ktune_stream stream);
 
 /* Which configuration a problem gets and why, as `ktune explain` says it: one line
- * "step=exact config=... tuned_problem=... measured=... unit=...". Writes at most `size` bytes
+ * "step=exact config=... tuned_problem=... measured=... unit=... [predicted_ms=...] device=..."
+ * (step is cache, exact, predicted, nearest, same-arch or default). Writes at most `size` bytes
  * with the terminating zero; *needed (if not NULL) gets the length the full text needs. A text
  * cut short still ends in a zero and the call returns KTUNE_OK: compare *needed with size. */
 KTUNE_C_EXPORT ktune_status ktune_explain(ktune_runtime* rt, const char* family,

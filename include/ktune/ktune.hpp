@@ -57,7 +57,9 @@ class MissTuner {
 };
 
 // Which step of the lookup chain chose the configuration for a problem.
-enum class LookupStep { kCache, kExact, kNearest, kSameArch, kDefault };
+// kPredicted: no result for this problem; of the winners of every tuned problem of this GPU (or
+// of its architecture), adapted to it, the one the family's model predicts fastest.
+enum class LookupStep { kCache, kExact, kNearest, kSameArch, kDefault, kPredicted };
 
 // GEMM storage order (BLAS is column-major) and operand transposition.
 enum class Layout { kColMajor, kRowMajor };
@@ -73,6 +75,14 @@ struct Choice {
   std::optional<double> measured;  // figure measured for tuned_problem, in `unit`
   std::string unit;
   std::string device;  // device the result was measured on
+  // kPredicted: the model's time for this problem, and the candidates it ranked, fastest first
+  // (at most 8; each a configuration with the problem and figure it was measured at).
+  std::optional<double> predicted_ms;
+  struct Candidate {
+    std::string config, tuned_problem, device;
+    double measured_ms = 0, predicted_ms = 0;
+  };
+  std::vector<Candidate> candidates;
 };
 
 // Where the default database lives: $KTUNE_DB, else $XDG_CACHE_HOME/ktune/tuning.db.

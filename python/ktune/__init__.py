@@ -88,7 +88,7 @@ class Runtime:
         out = {}
         line = text.value.decode()
         # "step=exact config=A=1,B=2 tuned_problem=... measured=1.5 unit=GB/s device=NAME..."
-        keys = ["step", "config", "tuned_problem", "measured", "unit", "device"]
+        keys = ["step", "config", "tuned_problem", "measured", "unit", "predicted_ms", "device"]
         rest = line
         for i, key in enumerate(keys):
             if not rest.startswith(key + "="):
@@ -98,8 +98,9 @@ class Runtime:
             end = min(ends) if ends else len(rest)
             out[key] = rest[:end]
             rest = rest[end + 1:]
-        if "measured" in out:
-            out["measured"] = float(out["measured"])
+        for key in ("measured", "predicted_ms"):
+            if key in out:
+                out[key] = float(out[key])
         return out
 
 
@@ -293,7 +294,7 @@ def launch(family, problem, *args, stream=None, device=None, rt=None):
 
 def explain(family, problem, device=0):
     """Which configuration a problem gets and why: a dict with step, config, tuned_problem,
-    measured, unit and device."""
+    measured, unit, device, and predicted_ms where the step is "predicted"."""
     return runtime(device).explain(family, problem)
 
 

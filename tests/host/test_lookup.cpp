@@ -165,3 +165,134 @@ TEST(TuneOnMiss, BudgetsAndStrategyAreChecked) {
 
 }  // namespace
 }  // namespace ktune
+
+// The predicted step: GEMM winners of tuned problems ranked on a problem nobody tuned by the
+// family's model, against a database built here (the times are plausible H200 figures, made up).
+namespace ktune {
+namespace {
+
+// The shipped H200 winners of 4096^3 and 1024^3 (f32, nn).
+const char* kBig =
+    "BK=8,BM=256,BN=128,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=2,SWIZZLE=1,"
+    "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2";
+const char* kSmall =
+    "BK=16,BM=64,BN=64,KCONTIG=4,MINB=1,MMA=0,PAD=0,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=1,"
+    "TM=4,TN=4,UNROLL=0,VEC=4,WM=32,WN=32,WNITER=2";
+
+class Predicted : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = std::make_unique<Database>(dir_.file("t.db"));
+    h200_ = device("NVIDIA H200", 9, 0, 132);
+    h200_.memory_clock_khz = 2619000;
+    h200_.memory_bus_bits = 6144;
+  }
+  const Family& gemm() { return find_family("gemm"); }
+  Problem p(const std::string& key) { return gemm().parse_problem(key); }
+  void put(const std::string& problem, const char* config, double ms) {
+    const Problem q = p(problem);
+    ResultRecord r;
+    r.device_id = db_->ensure_device(h200_);
+    r.family = "gemm";
+    r.template_hash = gemm().template_hash();
+    r.problem = q.key();
+    r.config = config;
+    r.status = "ok";
+    r.time_median_ms = ms;
+    r.metric = 2.0 * q.size("m") * q.size("n") * q.size("k") / (ms * 1e9);
+    r.unit = "TFLOPS";
+    db_->put_result(r);
+  }
+  double predict(const char* measured, const std::string& tuned, double ms, const Config& c,
+                 const std::string& target) {
+    return *gemm().predict_ms(parse_config(measured), p(tuned), ms, c, p(target), h200_);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Database> db_;
+  DeviceInfo h200_;
+};
+
+const std::string k4096 = "align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn";
+const std::string k1024 = "align=4;dtype=f32;k=1024;m=1024;n=1024;op=nn";
+
+TEST_F(Predicted, AMeasurementPredictsItselfAndTimeGrowsWithTheWork) {
+  EXPECT_NEAR(predict(kBig, k4096, 2.77, parse_config(kBig), k4096), 2.77, 1e-9);
+  EXPECT_NEAR(predict(kSmall, k1024, 0.061, parse_config(kSmall), k1024), 0.061, 1e-9);
+  double last = 0;
+  for (int k : {1024, 2048, 4096, 8192, 16384}) {
+    const double ms = predict(kBig, k4096, 2.77, parse_config(kBig),
+                              "align=4;dtype=f32;k=" + std::to_string(k) + ";m=4096;n=4096;op=nn");
+    EXPECT_GT(ms, last * 1.6) << k;  // about twice the time for twice the k
+    last = ms;
+  }
+  // 4097 needs a 17th row of 256-row tiles: tile quantisation shows.
+  EXPECT_GT(predict(kBig, k4096, 2.77, parse_config(kBig),
+                    "align=4;dtype=f32;k=4096;m=4097;n=4096;op=nn"),
+            2.77 * 1.05);
+  // Another dtype is no measurement of this one.
+  EXPECT_FALSE(gemm().predict_ms(parse_config(kBig), p(k4096), 2.77, parse_config(kBig),
+                                 p("align=2;dtype=f64;k=4096;m=4096;n=4096;op=nn"), h200_));
+}
+
+TEST_F(Predicted, RanksTheWinnersOfTunedProblemsOnAShapeNobodyTuned) {
+  put(k4096, kBig, 2.77);
+  put(k1024, kSmall, 0.061);
+  // Near 4096^3 the big tile stays ahead; exact problems still answer exactly.
+  auto big = lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=4000;m=4000;n=4000;op=nn"));
+  EXPECT_EQ(big.step, LookupStep::kPredicted);
+  EXPECT_EQ(to_string(big.config), kBig);
+  ASSERT_TRUE(big.predicted_ms);
+  EXPECT_GT(*big.predicted_ms, 2.2);
+  EXPECT_LT(*big.predicted_ms, 2.8);
+  EXPECT_EQ(lookup_config(db_.get(), h200_, gemm(), p(k4096)).step, LookupStep::kExact);
+  // A 1000 x 1000 C has 32 tiles of 256 x 128 for 132 SMs: not the big tile unsplit, and
+  // nothing predicted slower than either winner as it was measured.
+  const std::string k1000 = "align=4;dtype=f32;k=1500;m=1000;n=1000;op=nn";
+  auto mid = lookup_config(db_.get(), h200_, gemm(), p(k1000));
+  EXPECT_EQ(mid.step, LookupStep::kPredicted);
+  EXPECT_FALSE(mid.config.at("BM") == 256 && mid.config.at("SPLITK") == 1) << to_string(mid.config);
+  ASSERT_TRUE(mid.predicted_ms);
+  EXPECT_LT(*mid.predicted_ms, predict(kBig, k4096, 2.77, parse_config(kBig), k1000) / 2);
+  EXPECT_LE(*mid.predicted_ms, predict(kSmall, k1024, 0.061, parse_config(kSmall), k1000));
+  // The ranking: fastest first, the choice at its head, at most 8.
+  ASSERT_FALSE(mid.candidates.empty());
+  EXPECT_LE(mid.candidates.size(), 8u);
+  EXPECT_EQ(mid.candidates.front().config, to_string(mid.config));
+  EXPECT_DOUBLE_EQ(mid.candidates.front().predicted_ms, *mid.predicted_ms);
+  for (std::size_t i = 1; i < mid.candidates.size(); ++i)
+    EXPECT_LE(mid.candidates[i - 1].predicted_ms, mid.candidates[i].predicted_ms);
+  // Few tiles and a long k: split k (the nearest step would have kept the winners' SPLITK=1).
+  auto skinny =
+      lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=1000000;m=64;n=64;op=nn"));
+  EXPECT_EQ(skinny.step, LookupStep::kPredicted);
+  EXPECT_GE(skinny.config.at("SPLITK"), 32);
+  EXPECT_TRUE(gemm().reject(skinny.config, p("align=4;dtype=f32;k=1000000;m=64;n=64;op=nn"),
+                            h200_.limits)
+                  .empty());
+}
+
+TEST_F(Predicted, OtherDtypesOpsAndArchitectures) {
+  put(k4096, kBig, 2.77);
+  // f64 has no f32 winner to rank (and no nearest problem): the default.
+  EXPECT_EQ(lookup_config(db_.get(), h200_, gemm(), p("align=2;dtype=f64;k=512;m=512;n=512;op=nn"))
+                .step,
+            LookupStep::kDefault);
+  // Another op ranks the nn winner with a margin for the loads it was not measured with.
+  auto tt = lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=4096;m=4096;n=4096;op=tt"));
+  EXPECT_EQ(tt.step, LookupStep::kPredicted);
+  ASSERT_TRUE(tt.predicted_ms);
+  EXPECT_NEAR(*tt.predicted_ms, 2.77 * 1.1, 1e-9);
+  // An H100 ranks the H200's winners (same architecture); an A100 does not.
+  auto h100 = lookup_config(db_.get(), device("NVIDIA H100 80GB HBM3", 9, 0, 132), gemm(),
+                            p("align=4;dtype=f32;k=2000;m=3000;n=3000;op=nn"));
+  EXPECT_EQ(h100.step, LookupStep::kPredicted);
+  EXPECT_NE(h100.device.find("H200"), std::string::npos);
+  EXPECT_EQ(lookup_config(db_.get(), device("NVIDIA A100-SXM4-80GB", 8, 0, 108), gemm(),
+                          p("align=4;dtype=f32;k=2000;m=3000;n=3000;op=nn"))
+                .step,
+            LookupStep::kDefault);
+}
+
+}  // namespace
+}  // namespace ktune
