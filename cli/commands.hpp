@@ -68,7 +68,8 @@ struct TuneArgs {
   int repeats = 20;
   int warmup = 3;
   unsigned jobs = 0;
-  std::uint64_t binary_cache_mb = 1024;  // 0: compile every candidate, keep nothing
+  // MiB of compiled candidates kept in the database (0: compile every candidate, keep nothing)
+  std::uint64_t binary_cache_mb = 1024;
   bool in_process = false;     // measure in this process, not in a worker
   double timeout_floor = 1.0;  // seconds, host-side limit per launch at least
   std::string devices = "0";   // an ordinal, a list "0,1" or "all": one worker per GPU

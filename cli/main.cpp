@@ -310,10 +310,11 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")
       ->check(integer_in(0, 1024))
       ->capture_default_str();
-  app->add_option("--binary-cache-mb", t.binary_cache_mb,
-                  "compile each kernel once: candidates compiled by an earlier run (of any problem) "
-                  "are read from the database's binary cache, and this run's are kept there, within "
-                  "this many MiB of code, the oldest dropped first (0: compile all, keep none)")
+  app->add_option(
+         "--binary-cache-mb", t.binary_cache_mb,
+         "compile each kernel once: candidates compiled by an earlier run (of any problem) "
+         "are read from the database's binary cache, and this run's are kept there, within "
+         "this many MiB of code, the oldest dropped first (0: compile all, keep none)")
       ->check(integer_in(0, 1'000'000))
       ->capture_default_str();
   app->add_flag("--in-process", t.in_process,

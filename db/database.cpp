@@ -1011,8 +1011,8 @@ std::size_t Database::limit_binaries(std::uint64_t max_bytes) {
   if (read_only()) return 0;
   try {
     // length() of a blob reads its size from the record, not its pages.
-    SQLite::Statement q(*db_,
-                        "SELECT key, length(cubin) FROM binaries ORDER BY created_at DESC, rowid DESC");
+    SQLite::Statement q(
+        *db_, "SELECT key, length(cubin) FROM binaries ORDER BY created_at DESC, rowid DESC");
     std::uint64_t kept = 0;
     std::vector<std::string> old;
     while (q.executeStep()) {

@@ -34,7 +34,8 @@ std::vector<FunctionResources> resources_from_text(const std::string& text) {
 }  // namespace
 
 CachedBinary to_cached_binary(const CompileResult& compiled) {
-  return CachedBinary{compiled.cubin, compiled.lowered_names, resources_to_text(compiled.resources)};
+  return CachedBinary{compiled.cubin, compiled.lowered_names,
+                      resources_to_text(compiled.resources)};
 }
 
 bool from_cached_binary(CachedBinary binary, CompileResult& out) {

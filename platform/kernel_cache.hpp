@@ -74,8 +74,8 @@ class Kernel {
   // returns once that kernel has finished and its writes are visible). Where the module was built
   // for an earlier architecture, an ordinary launch.
   void launch_dependent(std::size_t i, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-                        unsigned block_x, unsigned block_y, unsigned block_z,
-                        unsigned dynamic_smem, CUstream stream, void** args) const;
+                        unsigned block_x, unsigned block_y, unsigned block_z, unsigned dynamic_smem,
+                        CUstream stream, void** args) const;
   // Launch with a thread-block cluster of cluster_x blocks (compute capability 9.0+).
   void launch_cluster(std::size_t i, unsigned grid_x, unsigned block_x, unsigned cluster_x,
                       unsigned dynamic_smem, CUstream stream, void** args) const;

@@ -84,8 +84,7 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows, Eli
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
     candidates.insert(candidates.begin(), *adapted);
     for (auto& c : candidates) {
-      if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty())
-        continue;
+      if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty()) continue;
       const auto ms = family.predict_ms(measured, tuned, row.time_median_ms, c, problem, device);
       if (!ms) continue;
       auto [it, fresh] = seen.emplace(c, ranked.size());
@@ -111,7 +110,7 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows, Eli
 }  // namespace
 
 LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
-                           const Problem& problem) {
+                           const Problem& problem, bool predict) {
   const DeviceLimits& limits = device.limits;
   if (db) {
     const std::string hash = family.template_hash();
@@ -153,15 +152,17 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     };
     // 2. predicted: every usable winner of this device (of its architecture where this device
     //    has none), adapted, with its variants, ranked by the family's model.
-    if (auto r = predicted(best, same_device, family, problem, device)) return *r;
-    if (auto r = predicted(
-            best,
-            [&](const ResultRecord& row) {
-              return row.device.cc_major == limits.cc_major &&
-                     row.device.cc_minor == limits.cc_minor;
-            },
-            family, problem, device))
-      return *r;
+    if (predict)
+      if (auto r = predicted(best, same_device, family, problem, device)) return *r;
+    if (predict)
+      if (auto r = predicted(
+              best,
+              [&](const ResultRecord& row) {
+                return row.device.cc_major == limits.cc_major &&
+                       row.device.cc_minor == limits.cc_minor;
+              },
+              family, problem, device))
+        return *r;
     // 3. nearest tuned problem of this device
     if (auto r = nearest(LookupStep::kNearest, same_device)) return *r;
     // 4. the same compute capability on another device: nearest problem there

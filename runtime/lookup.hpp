@@ -22,15 +22,16 @@ struct LookupResult {
   std::optional<double> measured;
   std::string unit;
   std::string device;
-  std::optional<double> predicted_ms;       // kPredicted
+  std::optional<double> predicted_ms;         // kPredicted
   std::vector<Choice::Candidate> candidates;  // kPredicted: the ranking, fastest first
 };
 
 // Walks the chain for one problem. Every answer is checked valid for the problem on this device
 // (parameter space, constraints) before it is returned; invalid or stale rows are skipped.
 // `db` may be null (no database: the default answers).
+// `predict` false skips the predicted step (Options::predict).
 LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
-                           const Problem& problem);
+                           const Problem& problem, bool predict = true);
 
 Choice to_choice(const LookupResult& r, const Family& family, const Problem& problem);
 

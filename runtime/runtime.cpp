@@ -112,14 +112,15 @@ struct Runtime::Impl {
   }
 
   LookupResult choose(const Family& family, const Problem& problem) {
-    LookupResult choice = lookup_config(db.get(), device->info(), family, problem);
+    LookupResult choice = lookup_config(db.get(), device->info(), family, problem, options.predict);
     if (choice.step == LookupStep::kExact || !options.tune_on_miss) return choice;
     std::lock_guard lock(tune_mutex);
-    choice = lookup_config(db.get(), device->info(), family, problem);  // another thread's run?
+    choice = lookup_config(db.get(), device->info(), family, problem,
+                           options.predict);  // another thread's run?
     if (choice.step == LookupStep::kExact) return choice;
     options.tune_on_miss->tune(options.device, db->path(), family.name(), problem.key());
     device->make_current();
-    return lookup_config(db.get(), device->info(), family, problem);
+    return lookup_config(db.get(), device->info(), family, problem, options.predict);
   }
 
   const Entry& resolve(const Family& family, const Problem& problem) {
@@ -469,8 +470,9 @@ Choice Runtime::explain(const std::string& family_name, const std::string& probl
       return c;
     }
   }
-  return to_choice(lookup_config(impl_->db.get(), impl_->device->info(), family, problem), family,
-                   problem);
+  return to_choice(lookup_config(impl_->db.get(), impl_->device->info(), family, problem,
+                                 impl_->options.predict),
+                   family, problem);
 }
 
 std::uint64_t Runtime::compile_count() const { return impl().kernels->compile_count(); }

@@ -240,9 +240,9 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
           continue;
         }
       }
-      queue.push_back({*next, pool.submit([request = std::move(request),
-                                           cache_key = std::move(cache_key), &compile_seconds,
-                                           &compiled] {
+      queue.push_back(
+          {*next, pool.submit([request = std::move(request), cache_key = std::move(cache_key),
+                               &compile_seconds, &compiled] {
              CompileOutcome out;
              out.key = cache_key;
              auto t0 = Clock::now();

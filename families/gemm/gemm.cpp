@@ -403,25 +403,22 @@ class GemmFamily final : public Family {
   // traffic, + the split-K reduction's traffic and launch. A configuration's block-steps take the
   // time they took where it was measured: the model moves it between shapes (tile and wave
   // quantisation, occupancy, k, split-K); it does not guess tiles nobody measured.
-  std::optional<double> predict_ms(const Config& measured, const Problem& tuned,
-                                   double measured_ms, const Config& candidate,
-                                   const Problem& target,
+  std::optional<double> predict_ms(const Config& measured, const Problem& tuned, double measured_ms,
+                                   const Config& candidate, const Problem& target,
                                    const DeviceInfo& device) const override {
     if (tuned.attr("dtype") != target.attr("dtype") || !(measured_ms > 0)) return std::nullopt;
     constexpr double kLaunchMs = 0.003;
     // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where unknown.
-    const double bandwidth =
-        device.memory_clock_khz > 0 && device.memory_bus_bits > 0
-            ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
-            : 3.35e12;
+    const double bandwidth = device.memory_clock_khz > 0 && device.memory_bus_bits > 0
+                                 ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
+                                 : 3.35e12;
     auto side_ms = [&](const GemmCost& c) {
       return c.split ? c.reduce_bytes / bandwidth * 1e3 + kLaunchMs : 0.0;
     };
     const GemmCost was = gemm_cost(measured, tuned, device.limits);
     const GemmCost will = gemm_cost(candidate, target, device.limits);
     if (was.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
-    const double loop_ms =
-        std::max(measured_ms - kLaunchMs - side_ms(was), 0.25 * measured_ms);
+    const double loop_ms = std::max(measured_ms - kLaunchMs - side_ms(was), 0.25 * measured_ms);
     const double per_step = loop_ms / was.sm_steps;
     double ms = kLaunchMs + std::max(will.sm_steps * per_step, will.dram_bytes / bandwidth * 1e3) +
                 side_ms(will);
@@ -711,8 +708,8 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   if (split > 1) {
     kps = ((call.k + split - 1) / split + bk - 1) / bk * bk;
     splits = (call.k + kps - 1) / kps;
-    workspace = detail::scratch_alloc(static_cast<std::size_t>(splits * tiles * bm * bn) * bytes,
-                                      stream);
+    workspace =
+        detail::scratch_alloc(static_cast<std::size_t>(splits * tiles * bm * bn) * bytes, stream);
   }
   void* ws = reinterpret_cast<void*>(workspace);
   auto go = [&](auto args) {

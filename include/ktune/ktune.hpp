@@ -42,6 +42,10 @@ struct Options {
   // Family files (NAME.family.toml) whose kernels launch() may run, besides those of
   // $KTUNE_FAMILY_PATH and $KTUNE_FAMILY_FILES. A file that cannot be read throws at construction.
   std::vector<std::string> family_files;
+  // Problems nobody tuned are answered by the family's model ranking the tuned winners (the
+  // `predicted` step, GEMM). false: by the nearest tuned problem's winner as it is, the chain
+  // before the model (for comparing the two: `ktune bench gemm --random-shapes`).
+  bool predict = true;
 };
 
 // Tunes one problem at its first call (Options::tune_on_miss). The runtime does not depend on

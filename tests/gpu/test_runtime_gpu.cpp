@@ -22,8 +22,8 @@
 #include "families/registry.hpp"
 #include "gpu_util.hpp"
 #include "ktune/ktune.hpp"
-#include "platform/device.hpp"
 #include "ktune/tune_on_miss.hpp"
+#include "platform/device.hpp"
 #include "platform/nvrtc.hpp"
 #include "tuner/tuner.hpp"
 

@@ -36,7 +36,8 @@ class SyntheticCompiledRunner final : public CandidateRunner {
     }
     binaries.push_back(compiled->cubin);
     m.status = status::kOk;
-    const double ms = 1.0 + static_cast<double>(std::hash<std::string>{}(to_string(config)) % 97) / 97;
+    const double ms =
+        1.0 + static_cast<double>(std::hash<std::string>{}(to_string(config)) % 97) / 97;
     m.timing.min_ms = m.timing.median_ms = m.timing.max_ms = ms;
     m.timing.repeats = 1;
     m.metric = 1.0 / ms;

@@ -239,7 +239,8 @@ TEST_F(Predicted, RanksTheWinnersOfTunedProblemsOnAShapeNobodyTuned) {
   put(k4096, kBig, 2.77);
   put(k1024, kSmall, 0.061);
   // Near 4096^3 the big tile stays ahead; exact problems still answer exactly.
-  auto big = lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=4000;m=4000;n=4000;op=nn"));
+  auto big =
+      lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=4000;m=4000;n=4000;op=nn"));
   EXPECT_EQ(big.step, LookupStep::kPredicted);
   EXPECT_EQ(to_string(big.config), kBig);
   ASSERT_TRUE(big.predicted_ms);
@@ -267,19 +268,21 @@ TEST_F(Predicted, RanksTheWinnersOfTunedProblemsOnAShapeNobodyTuned) {
       lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=1000000;m=64;n=64;op=nn"));
   EXPECT_EQ(skinny.step, LookupStep::kPredicted);
   EXPECT_GE(skinny.config.at("SPLITK"), 32);
-  EXPECT_TRUE(gemm().reject(skinny.config, p("align=4;dtype=f32;k=1000000;m=64;n=64;op=nn"),
-                            h200_.limits)
-                  .empty());
+  EXPECT_TRUE(
+      gemm()
+          .reject(skinny.config, p("align=4;dtype=f32;k=1000000;m=64;n=64;op=nn"), h200_.limits)
+          .empty());
 }
 
 TEST_F(Predicted, OtherDtypesOpsAndArchitectures) {
   put(k4096, kBig, 2.77);
   // f64 has no f32 winner to rank (and no nearest problem): the default.
-  EXPECT_EQ(lookup_config(db_.get(), h200_, gemm(), p("align=2;dtype=f64;k=512;m=512;n=512;op=nn"))
-                .step,
-            LookupStep::kDefault);
+  EXPECT_EQ(
+      lookup_config(db_.get(), h200_, gemm(), p("align=2;dtype=f64;k=512;m=512;n=512;op=nn")).step,
+      LookupStep::kDefault);
   // Another op ranks the nn winner with a margin for the loads it was not measured with.
-  auto tt = lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=4096;m=4096;n=4096;op=tt"));
+  auto tt =
+      lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=4096;m=4096;n=4096;op=tt"));
   EXPECT_EQ(tt.step, LookupStep::kPredicted);
   ASSERT_TRUE(tt.predicted_ms);
   EXPECT_NEAR(*tt.predicted_ms, 2.77 * 1.1, 1e-9);
