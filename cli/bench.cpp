@@ -123,6 +123,143 @@ double bench_lt_fma(std::optional<anchors::CublasLtFmaDgemm>& lt, const GemmCall
   return best.figure;
 }
 
+// What the gemm rows of one run share: the runtime under test, the anchors, the GPU's stream and
+// the timing. `db` answers the best FMA-unit configuration (ktune's own binary cache too).
+struct GemmBench {
+  Runtime& runtime;
+  const Device& device;
+  Database& db;
+  KernelCache& cache;
+  detail::Stream& stream;
+  L2Flusher& flusher;
+  const TimingOptions& timing;
+  anchors::Cublas& cublas;
+  // The FMA-unit DGEMM anchor, where cuBLASLt started (the suite's f64 rows; else empty).
+  std::optional<anchors::CublasLtFmaDgemm>& lt_fma;
+  bool& all_verified;
+  std::uint64_t seed = 100;  // of each measured row's fresh inputs
+};
+
+// One shape of one dtype: cuBLAS, then ktune through the public API, each verified against the
+// double-accumulation reference on fresh inputs, then timed; their rows go to `rows`. With
+// `nominal` (the FMA units' nominal TFLOPS) > 0, also the FMA-unit rows: ktune's best
+// configuration on the FMA units where the runtime chose the tensor cores, and for f64 the
+// cuBLASLt FMA-unit anchor. Returns ktune's row (its ratio is to cuBLAS; 0 if cuBLAS measured 0).
+Row bench_gemm_shape(GemmBench& b, const std::string& dtype, const GemmShape& s, double nominal,
+                     std::vector<Row>& rows) {
+  const Family& family = find_family("gemm");
+  const Problem problem =
+      gemm_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
+  auto workload = family.make_workload(problem, b.device, b.cache);
+  const GemmCall call = gemm_workload_call(*workload);
+  auto verify = [&](const char* what) {
+    b.stream.synchronize();
+    std::string wrong = workload->verify(b.stream.get());
+    if (!wrong.empty()) {
+      std::cerr << "ktune bench: " << what << " " << problem.key()
+                << " computed a wrong result: " << wrong << "\n";
+      b.all_verified = false;
+      return std::string("no");
+    }
+    return std::string("yes");
+  };
+  auto run_cublas = [&](CUstream st) {
+    const int m = static_cast<int>(call.m), n = static_cast<int>(call.n),
+              k = static_cast<int>(call.k);
+    if (dtype == "f32")
+      b.cublas.sgemm(call.trans_a, call.trans_b, m, n, k, 1.0f, static_cast<const float*>(call.a),
+                     static_cast<int>(call.lda), static_cast<const float*>(call.b),
+                     static_cast<int>(call.ldb), 0.0f, static_cast<float*>(call.c),
+                     static_cast<int>(call.ldc), st);
+    else
+      b.cublas.dgemm(call.trans_a, call.trans_b, m, n, k, 1.0, static_cast<const double*>(call.a),
+                     static_cast<int>(call.lda), static_cast<const double*>(call.b),
+                     static_cast<int>(call.ldb), 0.0, static_cast<double*>(call.c),
+                     static_cast<int>(call.ldc), st);
+  };
+  auto run_ktune = [&](CUstream st) {
+    const Op oa = call.trans_a ? Op::kT : Op::kN, ob = call.trans_b ? Op::kT : Op::kN;
+    if (dtype == "f32")
+      b.runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0f,
+                     static_cast<const float*>(call.a), call.lda, static_cast<const float*>(call.b),
+                     call.ldb, 0.0f, static_cast<float*>(call.c), call.ldc, st);
+    else
+      b.runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0,
+                     static_cast<const double*>(call.a), call.lda,
+                     static_cast<const double*>(call.b), call.ldb, 0.0,
+                     static_cast<double*>(call.c), call.ldc, st);
+  };
+  auto measure = [&](const char* variant, const std::function<void(CUstream)>& run) {
+    workload->prepare(++b.seed, b.stream.get());
+    run(b.stream.get());
+    Row r{"gemm", problem.key(), variant};
+    r.verified = verify(variant);
+    TimingStats t = time_on_stream(run, b.stream.get(), b.timing, &b.flusher);
+    r.median_ms = t.median_ms, r.min_ms = t.min_ms, r.max_ms = t.max_ms, r.repeats = t.repeats;
+    r.figure = metric_of(workload->work(), t.median_ms, "TFLOPS");
+    r.unit = "TFLOPS";
+    r.anchor = "cuBLAS";
+    return r;
+  };
+  Row base = measure(dtype == "f32" ? "cublasSgemm" : "cublasDgemm", run_cublas);
+  base.ratio = 1.0;
+  rows.push_back(base);
+  Row r = measure("ktune gemm", run_ktune);
+  r.ratio = base.figure > 0 ? r.figure / base.figure : 0;
+  Choice choice = b.runtime.explain("gemm", problem.key());
+  r.step = std::string(to_string(choice.step));
+  r.config = choice.config;
+  rows.push_back(r);
+  if (nominal <= 0) return r;
+  // The figure on the FMA units against their ceiling (nominal; measured in the peak row).
+  // f64 may be fastest on the tensor cores (MMA > 0): then the best FMA-unit configuration
+  // measured for this problem is launched, verified and timed on its own as well.
+  double fma_figure = r.figure;
+  const Config chosen = parse_config(r.config);
+  if (chosen.at("MMA") != 0) {  // normalized by the lookup: MMA is always there
+    fma_figure = 0;
+    for (const auto& row : b.db.best_results_for_problem("gemm", family.template_hash(),
+                                                         problem.key(), b.device.info(), 1 << 20)) {
+      const Config config = parse_config(row.config);
+      if (config.at("MMA") != 0) continue;  // rows of the current template have MMA
+      auto kernel = b.cache.get(family.compile_request(config, problem, b.device.limits().arch()));
+      Row f = measure("ktune gemm (FMA units)", [&](CUstream st) {
+        gemm_launch(*kernel, config, b.device.limits(), call, st);
+      });
+      f.ratio = base.figure > 0 ? f.figure / base.figure : 0;
+      f.step = "best MMA=0";
+      f.config = row.config;
+      rows.push_back(f);
+      fma_figure = f.figure;
+      break;
+    }
+  }
+  if (fma_figure > 0)
+    rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / FMA peak", fma_figure,
+                                    "nominal FMA peak", nominal));
+  if (dtype == "f64" && fma_figure > 0) {
+    auto screen_ms = [&](const std::function<void(CUstream)>& run) {
+      TimingOptions quick = b.timing;
+      quick.warmup = 1;
+      quick.repeats = 3;
+      return time_on_stream(run, b.stream.get(), quick, &b.flusher).median_ms;
+    };
+    const double lt_figure = bench_lt_fma(b.lt_fma, call, measure, screen_ms, base.figure,
+                                          fma_figure, nominal, problem, rows);
+    if (lt_figure > 0)
+      std::cout << problem.key() << ": FMA units, ktune " << fixed(fma_figure, 2)
+                << " TFLOPS, cuBLASLt " << fixed(lt_figure, 2) << " TFLOPS (x"
+                << fixed(fma_figure / lt_figure, 3) << ")\n";
+  }
+  return r;
+}
+
+void print_cublas_mode(const anchors::Cublas& cublas) {
+  std::cout << cublas.version() << ", math mode " << cublas.math_mode()
+            << ": SGEMM on FP32 FFMA, not TF32 (its results pass the FP32 tolerance, which TF32 "
+               "rounding would not)\n";
+}
+
 // Tuned ktune GEMM (through the public API) against cuBLAS at its default math mode over the
 // suite, both verified against the double-accumulation reference on the same fresh inputs.
 // alpha = 1, beta = 0, column-major, operands 16-byte aligned.
@@ -130,7 +267,6 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
                 detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
                 const std::string& dtypes, const std::vector<GemmShape>& shapes,
                 std::vector<Row>& rows, bool& all_verified) {
-  const Family& family = find_family("gemm");
   anchors::Cublas cublas;
   // The FMA-unit DGEMM anchor is an extra: without it (cuBLASLt failing to start) the f64 rows
   // go on, and the table says why that anchor is missing.
@@ -142,12 +278,10 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
       std::cerr << "ktune bench: no cuBLASLt FMA-unit anchor: " << e.what() << "\n";
     }
   }
-  std::cout << cublas.version() << ", math mode " << cublas.math_mode()
-            << ": SGEMM on FP32 FFMA, not TF32 (its results pass the FP32 tolerance, which TF32 "
-               "rounding would not)\n";
+  print_cublas_mode(cublas);
+  GemmBench b{runtime, device, db, cache, stream, flusher, timing, cublas, lt_fma, all_verified};
   std::vector<std::string> types =
       dtypes == "all" ? std::vector<std::string>{"f32", "f64"} : std::vector<std::string>{dtypes};
-  std::uint64_t seed = 100;
   for (const std::string& dtype : types) {
     // The FMA ceiling: nominal (units x SMs x max clock) and as sustained on this card now.
     const DeviceInfo& info = device.info();
@@ -168,109 +302,7 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
     double log_sum = 0;
     int count = 0;
     for (const GemmShape& s : shapes) {
-      const Problem problem =
-          gemm_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
-      auto workload = family.make_workload(problem, device, cache);
-      const GemmCall call = gemm_workload_call(*workload);
-      auto verify = [&](const char* what) {
-        stream.synchronize();
-        std::string wrong = workload->verify(stream.get());
-        if (!wrong.empty()) {
-          std::cerr << "ktune bench: " << what << " " << problem.key()
-                    << " computed a wrong result: " << wrong << "\n";
-          all_verified = false;
-          return std::string("no");
-        }
-        return std::string("yes");
-      };
-      auto run_cublas = [&](CUstream st) {
-        const int m = static_cast<int>(call.m), n = static_cast<int>(call.n),
-                  k = static_cast<int>(call.k);
-        if (dtype == "f32")
-          cublas.sgemm(call.trans_a, call.trans_b, m, n, k, 1.0f, static_cast<const float*>(call.a),
-                       static_cast<int>(call.lda), static_cast<const float*>(call.b),
-                       static_cast<int>(call.ldb), 0.0f, static_cast<float*>(call.c),
-                       static_cast<int>(call.ldc), st);
-        else
-          cublas.dgemm(call.trans_a, call.trans_b, m, n, k, 1.0, static_cast<const double*>(call.a),
-                       static_cast<int>(call.lda), static_cast<const double*>(call.b),
-                       static_cast<int>(call.ldb), 0.0, static_cast<double*>(call.c),
-                       static_cast<int>(call.ldc), st);
-      };
-      auto run_ktune = [&](CUstream st) {
-        const Op oa = call.trans_a ? Op::kT : Op::kN, ob = call.trans_b ? Op::kT : Op::kN;
-        if (dtype == "f32")
-          runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0f,
-                       static_cast<const float*>(call.a), call.lda,
-                       static_cast<const float*>(call.b), call.ldb, 0.0f,
-                       static_cast<float*>(call.c), call.ldc, st);
-        else
-          runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0,
-                       static_cast<const double*>(call.a), call.lda,
-                       static_cast<const double*>(call.b), call.ldb, 0.0,
-                       static_cast<double*>(call.c), call.ldc, st);
-      };
-      auto measure = [&](const char* variant, const std::function<void(CUstream)>& run) {
-        workload->prepare(++seed, stream.get());
-        run(stream.get());
-        Row r{"gemm", problem.key(), variant};
-        r.verified = verify(variant);
-        TimingStats t = time_on_stream(run, stream.get(), timing, &flusher);
-        r.median_ms = t.median_ms, r.min_ms = t.min_ms, r.max_ms = t.max_ms, r.repeats = t.repeats;
-        r.figure = metric_of(workload->work(), t.median_ms, "TFLOPS");
-        r.unit = "TFLOPS";
-        r.anchor = "cuBLAS";
-        return r;
-      };
-      Row base = measure(dtype == "f32" ? "cublasSgemm" : "cublasDgemm", run_cublas);
-      base.ratio = 1.0;
-      rows.push_back(base);
-      Row r = measure("ktune gemm", run_ktune);
-      r.ratio = base.figure > 0 ? r.figure / base.figure : 0;
-      Choice choice = runtime.explain("gemm", problem.key());
-      r.step = std::string(to_string(choice.step));
-      r.config = choice.config;
-      rows.push_back(r);
-      // The figure on the FMA units against their ceiling (nominal; measured in the peak row).
-      // f64 may be fastest on the tensor cores (MMA > 0): then the best FMA-unit configuration
-      // measured for this problem is launched, verified and timed on its own as well.
-      double fma_figure = r.figure;
-      const Config chosen = parse_config(r.config);
-      if (chosen.at("MMA") != 0) {  // normalized by the lookup: MMA is always there
-        fma_figure = 0;
-        for (const auto& row : db.best_results_for_problem("gemm", family.template_hash(),
-                                                           problem.key(), device.info(), 1 << 20)) {
-          const Config config = parse_config(row.config);
-          if (config.at("MMA") != 0) continue;  // rows of the current template have MMA
-          auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
-          Row f = measure("ktune gemm (FMA units)", [&](CUstream st) {
-            gemm_launch(*kernel, config, device.limits(), call, st);
-          });
-          f.ratio = base.figure > 0 ? f.figure / base.figure : 0;
-          f.step = "best MMA=0";
-          f.config = row.config;
-          rows.push_back(f);
-          fma_figure = f.figure;
-          break;
-        }
-      }
-      if (fma_figure > 0)
-        rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / FMA peak", fma_figure,
-                                        "nominal FMA peak", nominal));
-      if (dtype == "f64" && fma_figure > 0) {
-        auto screen_ms = [&](const std::function<void(CUstream)>& run) {
-          TimingOptions quick = timing;
-          quick.warmup = 1;
-          quick.repeats = 3;
-          return time_on_stream(run, stream.get(), quick, &flusher).median_ms;
-        };
-        const double lt_figure = bench_lt_fma(lt_fma, call, measure, screen_ms, base.figure,
-                                              fma_figure, nominal, problem, rows);
-        if (lt_figure > 0)
-          std::cout << problem.key() << ": FMA units, ktune " << fixed(fma_figure, 2)
-                    << " TFLOPS, cuBLASLt " << fixed(lt_figure, 2) << " TFLOPS (x"
-                    << fixed(fma_figure / lt_figure, 3) << ")\n";
-      }
+      const Row r = bench_gemm_shape(b, dtype, s, nominal, rows);
       if (r.ratio > 0) {
         log_sum += std::log(r.ratio);
         ++count;
