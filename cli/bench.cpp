@@ -1,11 +1,18 @@
 // ktune bench: the runtime's tuned kernels against the anchors, verified, in the same process run.
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -16,6 +23,7 @@
 #include "cli/table.hpp"
 #include "core/util.hpp"
 #include "db/database.hpp"
+#include "db/exchange.hpp"
 #include "families/elementwise/elementwise.hpp"
 #include "families/family.hpp"
 #include "families/gemm/gemm.hpp"
@@ -26,6 +34,7 @@
 #include "platform/kernel_cache.hpp"
 #include "platform/nvrtc.hpp"
 #include "tuner/evaluator.hpp"
+#include "tuner/tuner.hpp"
 
 #ifdef KTUNE_HAVE_ANCHORS
 #include "bench/anchors.hpp"
@@ -44,6 +53,9 @@ struct Row {
   std::string anchor;
   std::string step, config;
   std::string verified;
+  // ktune bench gemm --random-shapes: which database answered (presets, tuned) and the seed that
+  // drew the shapes; empty in other benches.
+  std::string stage, seed;
 };
 
 void write_csv(const std::string& path, const std::vector<Row>& rows, const DeviceInfo& device,
@@ -52,13 +64,14 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const Devi
   const char* commit = std::getenv("KTUNE_COMMIT");
   out << "date,commit,device,driver,nvrtc,family,problem,variant,median_ms,min_ms,max_ms,repeats,"
          "figure,unit,"
-         "ratio,anchor,lookup_step,config,verified\n";
+         "ratio,anchor,lookup_step,config,verified,stage,seed\n";
   for (const auto& r : rows)
     out << utc_now() << ',' << (commit ? commit : "unknown") << ",\"" << device.identity() << "\","
         << device.driver_version << ',' << nvrtc_version() << ',' << r.family << ",\"" << r.problem
         << "\",\"" << r.variant << "\"," << r.median_ms << ',' << r.min_ms << ',' << r.max_ms << ','
         << r.repeats << ',' << r.figure << ',' << r.unit << ',' << r.ratio << ',' << r.anchor << ','
-        << r.step << ",\"" << r.config << "\"," << r.verified << '\n';
+        << r.step << ",\"" << r.config << "\"," << r.verified << ',' << r.stage << ',' << r.seed
+        << '\n';
   write_output(path, out.str(), "--csv", {db_path});
 }
 
@@ -123,6 +136,143 @@ double bench_lt_fma(std::optional<anchors::CublasLtFmaDgemm>& lt, const GemmCall
   return best.figure;
 }
 
+// What the gemm rows of one run share: the runtime under test, the anchors, the GPU's stream and
+// the timing. `db` answers the best FMA-unit configuration (ktune's own binary cache too).
+struct GemmBench {
+  Runtime& runtime;
+  const Device& device;
+  Database& db;
+  KernelCache& cache;
+  detail::Stream& stream;
+  L2Flusher& flusher;
+  const TimingOptions& timing;
+  anchors::Cublas& cublas;
+  // The FMA-unit DGEMM anchor, where cuBLASLt started (the suite's f64 rows; else empty).
+  std::optional<anchors::CublasLtFmaDgemm>& lt_fma;
+  bool& all_verified;
+  std::uint64_t seed = 100;  // of each measured row's fresh inputs
+};
+
+// One shape of one dtype: cuBLAS, then ktune through the public API, each verified against the
+// double-accumulation reference on fresh inputs, then timed; their rows go to `rows`. With
+// `nominal` (the FMA units' nominal TFLOPS) > 0, also the FMA-unit rows: ktune's best
+// configuration on the FMA units where the runtime chose the tensor cores, and for f64 the
+// cuBLASLt FMA-unit anchor. Returns ktune's row (its ratio is to cuBLAS; 0 if cuBLAS measured 0).
+Row bench_gemm_shape(GemmBench& b, const std::string& dtype, const GemmShape& s, double nominal,
+                     std::vector<Row>& rows) {
+  const Family& family = find_family("gemm");
+  const Problem problem =
+      gemm_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
+  auto workload = family.make_workload(problem, b.device, b.cache);
+  const GemmCall call = gemm_workload_call(*workload);
+  auto verify = [&](const char* what) {
+    b.stream.synchronize();
+    std::string wrong = workload->verify(b.stream.get());
+    if (!wrong.empty()) {
+      std::cerr << "ktune bench: " << what << " " << problem.key()
+                << " computed a wrong result: " << wrong << "\n";
+      b.all_verified = false;
+      return std::string("no");
+    }
+    return std::string("yes");
+  };
+  auto run_cublas = [&](CUstream st) {
+    const int m = static_cast<int>(call.m), n = static_cast<int>(call.n),
+              k = static_cast<int>(call.k);
+    if (dtype == "f32")
+      b.cublas.sgemm(call.trans_a, call.trans_b, m, n, k, 1.0f, static_cast<const float*>(call.a),
+                     static_cast<int>(call.lda), static_cast<const float*>(call.b),
+                     static_cast<int>(call.ldb), 0.0f, static_cast<float*>(call.c),
+                     static_cast<int>(call.ldc), st);
+    else
+      b.cublas.dgemm(call.trans_a, call.trans_b, m, n, k, 1.0, static_cast<const double*>(call.a),
+                     static_cast<int>(call.lda), static_cast<const double*>(call.b),
+                     static_cast<int>(call.ldb), 0.0, static_cast<double*>(call.c),
+                     static_cast<int>(call.ldc), st);
+  };
+  auto run_ktune = [&](CUstream st) {
+    const Op oa = call.trans_a ? Op::kT : Op::kN, ob = call.trans_b ? Op::kT : Op::kN;
+    if (dtype == "f32")
+      b.runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0f,
+                     static_cast<const float*>(call.a), call.lda, static_cast<const float*>(call.b),
+                     call.ldb, 0.0f, static_cast<float*>(call.c), call.ldc, st);
+    else
+      b.runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0,
+                     static_cast<const double*>(call.a), call.lda,
+                     static_cast<const double*>(call.b), call.ldb, 0.0,
+                     static_cast<double*>(call.c), call.ldc, st);
+  };
+  auto measure = [&](const char* variant, const std::function<void(CUstream)>& run) {
+    workload->prepare(++b.seed, b.stream.get());
+    run(b.stream.get());
+    Row r{"gemm", problem.key(), variant};
+    r.verified = verify(variant);
+    TimingStats t = time_on_stream(run, b.stream.get(), b.timing, &b.flusher);
+    r.median_ms = t.median_ms, r.min_ms = t.min_ms, r.max_ms = t.max_ms, r.repeats = t.repeats;
+    r.figure = metric_of(workload->work(), t.median_ms, "TFLOPS");
+    r.unit = "TFLOPS";
+    r.anchor = "cuBLAS";
+    return r;
+  };
+  Row base = measure(dtype == "f32" ? "cublasSgemm" : "cublasDgemm", run_cublas);
+  base.ratio = 1.0;
+  rows.push_back(base);
+  Row r = measure("ktune gemm", run_ktune);
+  r.ratio = base.figure > 0 ? r.figure / base.figure : 0;
+  Choice choice = b.runtime.explain("gemm", problem.key());
+  r.step = std::string(to_string(choice.step));
+  r.config = choice.config;
+  rows.push_back(r);
+  if (nominal <= 0) return r;
+  // The figure on the FMA units against their ceiling (nominal; measured in the peak row).
+  // f64 may be fastest on the tensor cores (MMA > 0): then the best FMA-unit configuration
+  // measured for this problem is launched, verified and timed on its own as well.
+  double fma_figure = r.figure;
+  const Config chosen = parse_config(r.config);
+  if (chosen.at("MMA") != 0) {  // normalized by the lookup: MMA is always there
+    fma_figure = 0;
+    for (const auto& row : b.db.best_results_for_problem("gemm", family.template_hash(),
+                                                         problem.key(), b.device.info(), 1 << 20)) {
+      const Config config = parse_config(row.config);
+      if (config.at("MMA") != 0) continue;  // rows of the current template have MMA
+      auto kernel = b.cache.get(family.compile_request(config, problem, b.device.limits().arch()));
+      Row f = measure("ktune gemm (FMA units)", [&](CUstream st) {
+        gemm_launch(*kernel, config, b.device.limits(), call, st);
+      });
+      f.ratio = base.figure > 0 ? f.figure / base.figure : 0;
+      f.step = "best MMA=0";
+      f.config = row.config;
+      rows.push_back(f);
+      fma_figure = f.figure;
+      break;
+    }
+  }
+  if (fma_figure > 0)
+    rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / FMA peak", fma_figure,
+                                    "nominal FMA peak", nominal));
+  if (dtype == "f64" && fma_figure > 0) {
+    auto screen_ms = [&](const std::function<void(CUstream)>& run) {
+      TimingOptions quick = b.timing;
+      quick.warmup = 1;
+      quick.repeats = 3;
+      return time_on_stream(run, b.stream.get(), quick, &b.flusher).median_ms;
+    };
+    const double lt_figure = bench_lt_fma(b.lt_fma, call, measure, screen_ms, base.figure,
+                                          fma_figure, nominal, problem, rows);
+    if (lt_figure > 0)
+      std::cout << problem.key() << ": FMA units, ktune " << fixed(fma_figure, 2)
+                << " TFLOPS, cuBLASLt " << fixed(lt_figure, 2) << " TFLOPS (x"
+                << fixed(fma_figure / lt_figure, 3) << ")\n";
+  }
+  return r;
+}
+
+void print_cublas_mode(const anchors::Cublas& cublas) {
+  std::cout << cublas.version() << ", math mode " << cublas.math_mode()
+            << ": SGEMM on FP32 FFMA, not TF32 (its results pass the FP32 tolerance, which TF32 "
+               "rounding would not)\n";
+}
+
 // Tuned ktune GEMM (through the public API) against cuBLAS at its default math mode over the
 // suite, both verified against the double-accumulation reference on the same fresh inputs.
 // alpha = 1, beta = 0, column-major, operands 16-byte aligned.
@@ -130,7 +280,6 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
                 detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
                 const std::string& dtypes, const std::vector<GemmShape>& shapes,
                 std::vector<Row>& rows, bool& all_verified) {
-  const Family& family = find_family("gemm");
   anchors::Cublas cublas;
   // The FMA-unit DGEMM anchor is an extra: without it (cuBLASLt failing to start) the f64 rows
   // go on, and the table says why that anchor is missing.
@@ -142,12 +291,10 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
       std::cerr << "ktune bench: no cuBLASLt FMA-unit anchor: " << e.what() << "\n";
     }
   }
-  std::cout << cublas.version() << ", math mode " << cublas.math_mode()
-            << ": SGEMM on FP32 FFMA, not TF32 (its results pass the FP32 tolerance, which TF32 "
-               "rounding would not)\n";
+  print_cublas_mode(cublas);
+  GemmBench b{runtime, device, db, cache, stream, flusher, timing, cublas, lt_fma, all_verified};
   std::vector<std::string> types =
       dtypes == "all" ? std::vector<std::string>{"f32", "f64"} : std::vector<std::string>{dtypes};
-  std::uint64_t seed = 100;
   for (const std::string& dtype : types) {
     // The FMA ceiling: nominal (units x SMs x max clock) and as sustained on this card now.
     const DeviceInfo& info = device.info();
@@ -168,109 +315,7 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
     double log_sum = 0;
     int count = 0;
     for (const GemmShape& s : shapes) {
-      const Problem problem =
-          gemm_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
-      auto workload = family.make_workload(problem, device, cache);
-      const GemmCall call = gemm_workload_call(*workload);
-      auto verify = [&](const char* what) {
-        stream.synchronize();
-        std::string wrong = workload->verify(stream.get());
-        if (!wrong.empty()) {
-          std::cerr << "ktune bench: " << what << " " << problem.key()
-                    << " computed a wrong result: " << wrong << "\n";
-          all_verified = false;
-          return std::string("no");
-        }
-        return std::string("yes");
-      };
-      auto run_cublas = [&](CUstream st) {
-        const int m = static_cast<int>(call.m), n = static_cast<int>(call.n),
-                  k = static_cast<int>(call.k);
-        if (dtype == "f32")
-          cublas.sgemm(call.trans_a, call.trans_b, m, n, k, 1.0f, static_cast<const float*>(call.a),
-                       static_cast<int>(call.lda), static_cast<const float*>(call.b),
-                       static_cast<int>(call.ldb), 0.0f, static_cast<float*>(call.c),
-                       static_cast<int>(call.ldc), st);
-        else
-          cublas.dgemm(call.trans_a, call.trans_b, m, n, k, 1.0, static_cast<const double*>(call.a),
-                       static_cast<int>(call.lda), static_cast<const double*>(call.b),
-                       static_cast<int>(call.ldb), 0.0, static_cast<double*>(call.c),
-                       static_cast<int>(call.ldc), st);
-      };
-      auto run_ktune = [&](CUstream st) {
-        const Op oa = call.trans_a ? Op::kT : Op::kN, ob = call.trans_b ? Op::kT : Op::kN;
-        if (dtype == "f32")
-          runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0f,
-                       static_cast<const float*>(call.a), call.lda,
-                       static_cast<const float*>(call.b), call.ldb, 0.0f,
-                       static_cast<float*>(call.c), call.ldc, st);
-        else
-          runtime.gemm(Layout::kColMajor, oa, ob, call.m, call.n, call.k, 1.0,
-                       static_cast<const double*>(call.a), call.lda,
-                       static_cast<const double*>(call.b), call.ldb, 0.0,
-                       static_cast<double*>(call.c), call.ldc, st);
-      };
-      auto measure = [&](const char* variant, const std::function<void(CUstream)>& run) {
-        workload->prepare(++seed, stream.get());
-        run(stream.get());
-        Row r{"gemm", problem.key(), variant};
-        r.verified = verify(variant);
-        TimingStats t = time_on_stream(run, stream.get(), timing, &flusher);
-        r.median_ms = t.median_ms, r.min_ms = t.min_ms, r.max_ms = t.max_ms, r.repeats = t.repeats;
-        r.figure = metric_of(workload->work(), t.median_ms, "TFLOPS");
-        r.unit = "TFLOPS";
-        r.anchor = "cuBLAS";
-        return r;
-      };
-      Row base = measure(dtype == "f32" ? "cublasSgemm" : "cublasDgemm", run_cublas);
-      base.ratio = 1.0;
-      rows.push_back(base);
-      Row r = measure("ktune gemm", run_ktune);
-      r.ratio = base.figure > 0 ? r.figure / base.figure : 0;
-      Choice choice = runtime.explain("gemm", problem.key());
-      r.step = std::string(to_string(choice.step));
-      r.config = choice.config;
-      rows.push_back(r);
-      // The figure on the FMA units against their ceiling (nominal; measured in the peak row).
-      // f64 may be fastest on the tensor cores (MMA > 0): then the best FMA-unit configuration
-      // measured for this problem is launched, verified and timed on its own as well.
-      double fma_figure = r.figure;
-      const Config chosen = parse_config(r.config);
-      if (chosen.at("MMA") != 0) {  // normalized by the lookup: MMA is always there
-        fma_figure = 0;
-        for (const auto& row : db.best_results_for_problem("gemm", family.template_hash(),
-                                                           problem.key(), device.info(), 1 << 20)) {
-          const Config config = parse_config(row.config);
-          if (config.at("MMA") != 0) continue;  // rows of the current template have MMA
-          auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
-          Row f = measure("ktune gemm (FMA units)", [&](CUstream st) {
-            gemm_launch(*kernel, config, device.limits(), call, st);
-          });
-          f.ratio = base.figure > 0 ? f.figure / base.figure : 0;
-          f.step = "best MMA=0";
-          f.config = row.config;
-          rows.push_back(f);
-          fma_figure = f.figure;
-          break;
-        }
-      }
-      if (fma_figure > 0)
-        rows.push_back(tflops_ratio_row(problem.key(), "ktune FMA units / FMA peak", fma_figure,
-                                        "nominal FMA peak", nominal));
-      if (dtype == "f64" && fma_figure > 0) {
-        auto screen_ms = [&](const std::function<void(CUstream)>& run) {
-          TimingOptions quick = timing;
-          quick.warmup = 1;
-          quick.repeats = 3;
-          return time_on_stream(run, stream.get(), quick, &flusher).median_ms;
-        };
-        const double lt_figure = bench_lt_fma(lt_fma, call, measure, screen_ms, base.figure,
-                                              fma_figure, nominal, problem, rows);
-        if (lt_figure > 0)
-          std::cout << problem.key() << ": FMA units, ktune " << fixed(fma_figure, 2)
-                    << " TFLOPS, cuBLASLt " << fixed(lt_figure, 2) << " TFLOPS (x"
-                    << fixed(fma_figure / lt_figure, 3) << ")\n";
-      }
+      const Row r = bench_gemm_shape(b, dtype, s, nominal, rows);
       if (r.ratio > 0) {
         log_sum += std::log(r.ratio);
         ++count;
@@ -356,6 +401,48 @@ void bench_histogram(Runtime& runtime, const Device& device, KernelCache& cache,
   }
 }
 #endif
+
+// The database of a --random-shapes run: a new file in a new folder under $TMPDIR, removed with
+// the folder however the run ends, or the new file --keep-db named, kept.
+class RunDatabase {
+ public:
+  explicit RunDatabase(const std::string& keep_path) {
+    if (!keep_path.empty()) {
+      path_ = keep_path;
+      return;
+    }
+    std::error_code ec;
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+    std::string pattern =
+        ((ec ? std::filesystem::path("/tmp") : tmp) / "ktune-bench-XXXXXX").string();
+    if (!mkdtemp(pattern.data()))
+      throw Error(ErrorCode::kIo,
+                  "cannot create a temporary folder for the benchmark's database (" + pattern +
+                      "): " + std::strerror(errno));
+    folder_ = pattern;
+    path_ = (folder_ / "tuning.db").string();
+  }
+  ~RunDatabase() {
+    std::error_code ec;
+    if (!folder_.empty()) std::filesystem::remove_all(folder_, ec);
+  }
+  RunDatabase(const RunDatabase&) = delete;
+  RunDatabase& operator=(const RunDatabase&) = delete;
+  const std::string& path() const { return path_; }
+  bool kept() const { return folder_.empty(); }
+
+ private:
+  std::filesystem::path folder_;  // empty: the file is kept
+  std::string path_;
+};
+
+// "nt 4096x16x1024 (skinny)": a drawn shape as the summary and the progress lines name it.
+std::string shape_label(const RandomGemmShape& r) {
+  const GemmShape& s = r.shape;
+  return std::string(s.trans_a ? "t" : "n") + (s.trans_b ? "t" : "n") + " " + std::to_string(s.m) +
+         "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " (" + r.kind +
+         (r.capped ? ", capped" : "") + ")";
+}
 
 }  // namespace
 
@@ -473,6 +560,187 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
   t.print(std::cout);
   check_stdout("bench");
   if (!csv.empty()) write_csv(csv, rows, device.info(), common.resolved_db());
+  return all_verified ? kExitOk : kExitFailed;
+#endif
+}
+
+int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
+                          const std::string& csv, int repeats, const std::string& dtype) {
+  // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
+  if (args.count == 0)
+    throw Error(ErrorCode::kInvalidArgument, "--random-shapes: must be at least 1");
+  if (args.stages != "presets" && args.stages != "tuned" && args.stages != "both")
+    throw Error(ErrorCode::kInvalidArgument,
+                "--stages: '" + args.stages + "' is not presets, tuned or both");
+  if (dtype != "f32" && dtype != "f64" && dtype != "all")
+    throw Error(ErrorCode::kInvalidArgument, "--dtype: '" + dtype + "' is not f32, f64 or all");
+  std::error_code ec;
+  if (!args.keep_db.empty() &&
+      std::filesystem::exists(std::filesystem::symlink_status(args.keep_db, ec)))
+    throw Error(ErrorCode::kInvalidArgument,
+                "--keep-db: " + args.keep_db +
+                    " exists; name a new file (the run's database starts with the shipped "
+                    "presets alone)");
+  TuneOptions tuning = tune_options(common, args.tune);
+  // No seed given: one from the clock, printed and written to the CSV, so the run can be repeated.
+  const std::uint64_t seed =
+      args.seed
+          ? *args.seed
+          : static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::vector<std::string> dtypes =
+      dtype == "all" ? std::vector<std::string>{"f32", "f64"} : std::vector<std::string>{dtype};
+  // Each dtype draws from the same seed: the same shapes, except where the memory cap (3 GiB of
+  // its elements) scales one down differently.
+  std::map<std::string, std::vector<RandomGemmShape>> shapes;
+  for (const std::string& d : dtypes)
+    shapes[d] = gemm_random_shapes(args.count, seed, d == "f32" ? 4 : 8);
+  const bool presets_stage = args.stages != "tuned", tuned_stage = args.stages != "presets";
+#ifndef KTUNE_HAVE_ANCHORS
+  (void)csv, (void)repeats, (void)tuning, (void)presets_stage, (void)tuned_stage;
+  Device device(common.device);
+  throw Error(ErrorCode::kUnsupported,
+              "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
+#else
+  Device device(common.device);  // no GPU: exit 3 before anything is created
+  RunDatabase run_db(args.keep_db);
+  const std::string& db_path = run_db.path();
+  {
+    // The same opening as `ktune tune` gives a new database: the shipped presets, nothing else.
+    PresetSummary loaded;
+    auto db = open_for_writing(db_path, &loaded);
+    report_presets(*db, loaded, common.quiet);
+  }
+  std::cout << "random shapes: seed " << seed << " (--seed " << seed << " draws them again), "
+            << args.count << " per dtype (" << dtype << "), stages " << args.stages << "; database "
+            << db_path << (run_db.kept() ? " (kept)" : " (temporary, removed at the end)") << "\n";
+  const std::string seed_text = std::to_string(seed);
+  detail::Stream stream;
+  L2Flusher flusher(device.limits());
+  TimingOptions timing;
+  timing.repeats = repeats;
+  timing.warmup = 5;
+  anchors::Cublas cublas;
+  print_cublas_mode(cublas);
+  std::vector<Row> rows;
+  bool all_verified = true;
+
+  struct Outcome {
+    std::string stage, dtype;
+    const RandomGemmShape* shape;
+    double ratio;
+    bool verified;
+  };
+  std::vector<Outcome> outcomes;
+  // Every drawn shape through bench_gemm_shape, with a runtime opened on the run's database now
+  // (what it holds at this stage answers). No FMA-unit rows: the question is the runtime's
+  // answer against cuBLAS.
+  auto time_stage = [&](const std::string& stage) {
+    Options options;
+    options.database = db_path;
+    options.device = common.device;
+    Runtime runtime(options);
+    Database db(db_path);
+    KernelCache cache(device, &db);
+    std::optional<anchors::CublasLtFmaDgemm> no_lt;
+    // A new GemmBench starts its inputs' seed again: each stage times the same inputs.
+    GemmBench b{runtime, device, db, cache, stream, flusher, timing, cublas, no_lt, all_verified};
+    for (const std::string& d : dtypes) {
+      const auto& drawn = shapes.at(d);
+      for (std::size_t i = 0; i < drawn.size(); ++i) {
+        if (!common.quiet)
+          std::cerr << "ktune bench: " << stage << " " << d << " shape " << i + 1 << " of "
+                    << drawn.size() << ": " << shape_label(drawn[i]) << "\n";
+        const std::size_t first = rows.size();
+        const Row r = bench_gemm_shape(b, d, drawn[i].shape, 0, rows);
+        for (std::size_t j = first; j < rows.size(); ++j) {
+          rows[j].stage = stage;
+          rows[j].seed = seed_text;
+        }
+        outcomes.push_back({stage, d, &drawn[i], r.ratio, r.verified == "yes"});
+      }
+    }
+  };
+
+  // As `ktune tune gemm --shape MxNxK --op OP --dtype D` tunes: the tuner library in this
+  // process, each candidate measured in a worker process (a faulting or hanging one ends the
+  // worker, not the run), into the run's database.
+  auto tune_shapes = [&] {
+    tuning.worker.command = {self_executable(), "__worker"};
+    Database db(db_path);
+    const Family& family = find_family("gemm");
+    for (const std::string& d : dtypes) {
+      const auto& drawn = shapes.at(d);
+      for (std::size_t i = 0; i < drawn.size(); ++i) {
+        const GemmShape& s = drawn[i].shape;
+        const Problem problem =
+            gemm_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
+        if (!common.quiet)
+          std::cerr << "ktune bench: tuning " << d << " shape " << i + 1 << " of " << drawn.size()
+                    << ": " << shape_label(drawn[i]) << "\n";
+        const TuneSummary t = tune(db, device, family, problem, tuning);
+        if (t.stop_reason.rfind("context lost", 0) == 0)
+          throw Error(ErrorCode::kCuda, "tuning " + problem.key() + ": " + t.stop_reason);
+        if (!common.quiet)
+          std::cerr << "ktune bench: tuned " << problem.key() << ": " << t.evaluated
+                    << " evaluated (" << t.ok << " ok, " << t.failed
+                    << " failed); stopped: " << t.stop_reason << "; " << fixed(t.seconds, 1) << " s"
+                    << (t.best ? "" : "; no configuration passed, the lookup chain answers")
+                    << "\n";
+      }
+    }
+  };
+
+  if (presets_stage) time_stage("presets");
+  if (tuned_stage) {
+    tune_shapes();
+    time_stage("tuned");
+  }
+
+  // Per stage and dtype: the geometric mean of ktune / cuBLAS, the worst shape, the shares below.
+  Table summary(
+      {"stage", "dtype", "shapes", "geomean", "min", "min at", "< 0.80", "< 0.90", "ktune wrong"});
+  for (const std::string stage : {"presets", "tuned"}) {
+    for (const std::string& d : dtypes) {
+      double log_sum = 0;
+      int count = 0, below_80 = 0, below_90 = 0, wrong = 0;
+      const Outcome* worst = nullptr;
+      for (const Outcome& o : outcomes) {
+        if (o.stage != stage || o.dtype != d) continue;
+        wrong += !o.verified;
+        if (o.ratio <= 0) continue;
+        log_sum += std::log(o.ratio);
+        ++count;
+        below_80 += o.ratio < 0.80;
+        below_90 += o.ratio < 0.90;
+        if (!worst || o.ratio < worst->ratio) worst = &o;
+      }
+      if (!worst) continue;  // the stage did not run
+      const double geomean = std::exp(log_sum / count);
+      summary.add({stage, d, std::to_string(count), fixed(geomean, 3), fixed(worst->ratio, 3),
+                   shape_label(*worst->shape), std::to_string(below_80), std::to_string(below_90),
+                   std::to_string(wrong)});
+      Row g{"gemm", "dtype=" + d + " " + std::to_string(count) + " random shapes", "geomean ratio"};
+      g.ratio = geomean;
+      g.anchor = "cuBLAS";
+      g.stage = stage;
+      g.seed = seed_text;
+      rows.push_back(g);
+    }
+  }
+
+  Table t({"stage", "problem", "variant", "median ms", "figure", "ratio", "lookup", "verified",
+           "config"});
+  for (const auto& r : rows)
+    t.add({r.stage, r.problem, r.variant, fixed(r.median_ms, 4), fixed(r.figure, 1) + " " + r.unit,
+           fixed(r.ratio, 3), r.step, r.verified, r.config});
+  std::cout << "device: " << device.info().identity() << ", driver " << device.info().driver_version
+            << ", " << anchors::versions() << ", NVRTC " << nvrtc_version() << "; median of "
+            << repeats << " runs after warm-up, L2 flushed before each\n";
+  t.print(std::cout);
+  std::cout << "\nktune / cuBLAS per shape (TFLOPS ratio), seed " << seed << ":\n";
+  summary.print(std::cout);
+  check_stdout("bench");
+  if (!csv.empty()) write_csv(csv, rows, device.info(), db_path);
   return all_verified ? kExitOk : kExitFailed;
 #endif
 }

@@ -108,20 +108,13 @@ Problem build_problem(const ProblemArgs& a) {
   return p;
 }
 
-namespace {
-
-std::string metric_text(double v, const std::string& unit) {
-  return fixed(v, unit == "TFLOPS" ? 2 : 1) + " " + unit;
-}
-
-// This executable, to start tuning workers with (`ktune __worker <fd>`).
 std::string self_executable() {
   std::vector<char> buf(4096);
   const ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
   if (n <= 0)
     throw Error(ErrorCode::kInternal,
-                "cannot find this executable (/proc/self/exe) to start a tuning worker; "
-                "use --in-process");
+                "cannot find this executable (/proc/self/exe) to start a tuning worker "
+                "(ktune tune --in-process tunes without one)");
   return std::string(buf.data(), static_cast<std::size_t>(n));
 }
 
@@ -155,6 +148,12 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.progress = !common.quiet;
   options.worker.floor_s = targs.timeout_floor;
   return options;
+}
+
+namespace {
+
+std::string metric_text(double v, const std::string& unit) {
+  return fixed(v, unit == "TFLOPS" ? 2 : 1) + " " + unit;
 }
 
 // The tuning loop with measurements replayed from a recording: no GPU, same database writes.

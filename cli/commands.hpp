@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ class Database;
 struct Problem;
 struct DeviceLimits;
 struct PresetSummary;
+struct TuneOptions;
 }  // namespace ktune
 
 namespace ktune::cli {
@@ -79,6 +81,23 @@ struct TuneArgs {
   std::int64_t replay_run = 0;
   double replay_delay_ms = 0;
 };
+
+// The tuner's options as `ktune tune` takes them (--only checked: Error(kInvalidArgument)).
+TuneOptions tune_options(const Common& common, const TuneArgs& targs);
+// This executable, to start tuning workers with (`ktune __worker <fd>`).
+std::string self_executable();
+
+// ktune bench gemm --random-shapes N: shapes drawn by gemm_random_shapes, the runtime against
+// cuBLAS in stages, in a database of its own (never the user's).
+struct RandomShapesArgs {
+  std::size_t count = 0;              // shapes per dtype, >= 1
+  std::optional<std::uint64_t> seed;  // none: one from the clock (printed, and in the CSV)
+  std::string stages = "both";        // presets, tuned or both
+  std::string keep_db;                // create the database here and keep it ("": a temporary one)
+  TuneArgs tune;                      // the budget of each shape's tuning (--max-evals ...)
+};
+int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
+                          const std::string& csv, int repeats, const std::string& dtype);
 
 // ktune params NAME: a family's parameters, constraints and problem axes.
 int cmd_params(const std::string& family);

@@ -557,8 +557,8 @@ int main(int argc, char** argv) {
       "histogram", "byte and float histograms against CUB HistogramEven (1 GiB and 16 MiB)");
   auto* bench_gemm =
       add_bench("gemm",
-                "the GEMM suite (or one --shape) against cuBLAS, and f64 against cuBLASLt on the "
-                "FP64 FMA units");
+                "the GEMM suite (or one --shape, or --random-shapes N drawn at random) against "
+                "cuBLAS, and the suite's f64 against cuBLASLt on the FP64 FMA units");
   bench_gemm->add_option("--shape", bench_shape,
                          "one MxNxK shape instead of the suite (with --op)");
   bench_gemm->add_option("--op", bench_op, "with --shape: nn, nt, tn or tt")
@@ -567,6 +567,58 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--dtype", bench_dtype, "f32, f64 or all")
       ->check(CLI::IsMember({"f32", "f64", "all"}))
       ->capture_default_str();
+  // The any-shape benchmark: its own database, so that neither stage sees the user's results.
+  RandomShapesArgs bench_random;
+  std::uint64_t bench_seed = 0;
+  auto* random_opt =
+      bench_gemm
+          ->add_option(
+              "--random-shapes", bench_random.count,
+              "instead of the suite, N shapes per dtype drawn at random (docs/GEMM.md, \"Random "
+              "shapes for the any-shape benchmark\"): ops uniform among nn, nt, tn, tt; 50% "
+              "general (m, n, k log-uniform in [64, 16384]), 15% skinny (m or n in [1, 16], the "
+              "others in [256, 16384]), 5% matrix-vector (m or n = 1, the others in [1024, "
+              "16384]), 15% huge k (k in [32768, 1048576], m and n in [16, 1024]), 15% small k "
+              "(k in [16, 256], m and n in [256, 16384]); the largest dimension scaled down "
+              "where A, B and C exceed 3 GiB; f32 and f64 draw from the same seed. Timed "
+              "against cuBLAS, verified, in a new database of the run's own (never --db's)")
+          ->type_name("N")
+          ->check(integer_in(1, 100000));
+  auto* seed_opt =
+      bench_gemm
+          ->add_option("--seed", bench_seed,
+                       "with --random-shapes: the seed of the draw (default: from the clock; "
+                       "printed and written to the CSV, to draw the same shapes again)")
+          ->type_name("S")
+          ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()));
+  bench_gemm
+      ->add_option("--stages", bench_random.stages,
+                   "with --random-shapes: presets (the runtime answering from a new database "
+                   "holding the shipped presets alone), tuned (after tuning each shape into it "
+                   "as 'ktune tune gemm' does, in worker processes), or both (presets, then "
+                   "tuned)")
+      ->check(CLI::IsMember({"presets", "tuned", "both"}))
+      ->capture_default_str();
+  bench_gemm
+      ->add_option("--keep-db", bench_random.keep_db,
+                   "with --random-shapes: create the run's database at PATH (a new file) "
+                   "and keep it, instead of a temporary one removed at the end")
+      ->type_name("PATH");
+  bench_gemm
+      ->add_option("--max-evals", bench_random.tune.max_evals,
+                   "with --random-shapes and the tuned stage: evaluations at most per shape, as "
+                   "in 'ktune tune' (0: no limit)")
+      ->check(integer_in(0, 1'000'000'000))
+      ->capture_default_str();
+  bench_gemm
+      ->add_option("--max-seconds", bench_random.tune.max_seconds,
+                   "with --random-shapes and the tuned stage: seconds of tuning at most per "
+                   "shape (0: no limit)")
+      ->check(real_in(0, 1e9))
+      ->capture_default_str();
+  random_opt->excludes("--shape")->excludes("--op")->excludes("--db");
+  for (const char* name : {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds"})
+    bench_gemm->get_option(name)->needs(random_opt);
   auto* bench_rt = add_bench(
       "runtime",
       "the first call of a tuned problem in a new process and the host time of a repeated "
@@ -736,6 +788,9 @@ int main(int argc, char** argv) {
       code = cmd_bench_family(common, problem, bench_csv, bench_repeats);
     } else if (bench_rt->parsed()) {
       code = cmd_bench_runtime(common, bench_csv);
+    } else if (bench_gemm->parsed() && random_opt->count() > 0) {
+      if (seed_opt->count() > 0) bench_random.seed = bench_seed;
+      code = cmd_bench_random_gemm(common, bench_random, bench_csv, bench_repeats, bench_dtype);
     } else if (bench_ew->parsed() || bench_hist->parsed() || bench_gemm->parsed()) {
       const std::string family = bench_ew->parsed()     ? "elementwise"
                                  : bench_hist->parsed() ? "histogram"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
 
 #include "families/family.hpp"
 #include "ktune/error.hpp"
@@ -751,6 +752,141 @@ std::vector<GemmShape> gemm_suite() {
           {16384, 16384, 64, false, false}, {6000, 32, 6000, false, false},
           {64, 64, 262144, false, false},   {4096, 4096, 4096, false, true},
           {4096, 4096, 4096, true, false},  {4096, 4096, 4096, true, true}};
+}
+
+namespace {
+
+// floor(sqrt(v)), digit by digit: integers only, usable in a constant expression.
+constexpr std::uint64_t isqrt(std::uint64_t v) {
+  std::uint64_t root = 0;
+  for (std::uint64_t bit = std::uint64_t(1) << 62; bit; bit >>= 2) {
+    if (v >= root + bit) {
+      v -= root + bit;
+      root = (root >> 1) + bit;
+    } else {
+      root >>= 1;
+    }
+  }
+  return root;
+}
+
+// Fraction bits of the exponent of a log-uniform draw: 2^24 steps per octave.
+constexpr int kLogFracBits = 24;
+
+// kExp2Q31[b] = 2^(2^(b - 24)) in Q31 fixed point (2^31 is 1.0): the square root of 2, then the
+// square root of that, and so on. Computed with integer square roots, not typed in, and not with
+// a math library's exp2, whose last bit may differ from one machine to the next.
+struct Exp2Table {
+  std::uint64_t q31[kLogFracBits];
+};
+constexpr Exp2Table make_exp2_table() {
+  Exp2Table t{};
+  std::uint64_t root = isqrt(std::uint64_t(1) << 63);  // sqrt(2) in Q31 = sqrt(2 * 2^62)
+  for (int b = kLogFracBits - 1; b >= 0; --b) {
+    t.q31[b] = root;
+    root = isqrt(root << 31);  // root < 2^32, so root << 31 < 2^63
+  }
+  return t;
+}
+constexpr Exp2Table kExp2Q31 = make_exp2_table();
+static_assert(kExp2Q31.q31[kLogFracBits - 1] == 3037000499u, "sqrt(2) in Q31");
+
+// A uniform integer in [0, range) from the generator's 64-bit outputs: outputs below 2^64 mod
+// range are drawn again, so every value is equally likely. (The standard's distributions are
+// implementation-defined: libstdc++ and libc++ turn the same outputs into different numbers.)
+std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t range) {
+  const std::uint64_t reject_below = (std::uint64_t(0) - range) % range;
+  std::uint64_t x = rng();
+  while (x < reject_below) x = rng();
+  return x % range;
+}
+
+// floor(2^x), x uniform in [lo_log2, hi_log2] in steps of 2^-24: a log-uniform integer in
+// [2^lo_log2, 2^hi_log2], both ends included. 2^frac(x) is the product of kExp2Q31 over the set
+// bits of the fraction, in integers: the same shapes on every machine.
+std::int64_t log_uniform(std::mt19937_64& rng, int lo_log2, int hi_log2) {
+  const std::uint64_t steps = std::uint64_t(hi_log2 - lo_log2) << kLogFracBits;
+  const std::uint64_t x = uniform_below(rng, steps + 1);
+  const int octave = lo_log2 + static_cast<int>(x >> kLogFracBits);
+  std::uint64_t q31 = std::uint64_t(1) << 31;  // stays below 2^32: the product is below 2
+  for (int b = 0; b < kLogFracBits; ++b)
+    if ((x >> b) & 1) q31 = (q31 * kExp2Q31.q31[b]) >> 31;
+  return static_cast<std::int64_t>((q31 << octave) >> 31);  // octave <= 20: below 2^52
+}
+
+}  // namespace
+
+std::vector<RandomGemmShape> gemm_random_shapes(std::size_t n, std::uint64_t seed,
+                                                int element_bytes) {
+  if (element_bytes != 4 && element_bytes != 8)
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "gemm_random_shapes: element_bytes must be 4 or 8, got " + std::to_string(element_bytes));
+  // Bounds as powers of two (log2): 1, 16, 64, 256, 1024, 16384, 32768, 1048576.
+  std::mt19937_64 rng(seed);
+  auto draw = [&rng](int lo_log2, int hi_log2) { return log_uniform(rng, lo_log2, hi_log2); };
+  std::vector<RandomGemmShape> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    // The order of the draws is part of the documented distribution: changing it changes every
+    // seed's shapes.
+    RandomGemmShape r;
+    GemmShape& s = r.shape;
+    const std::uint64_t op = uniform_below(rng, 4);  // nn, nt, tn, tt
+    s.trans_a = op >= 2;
+    s.trans_b = op % 2 == 1;
+    const std::uint64_t kind = uniform_below(rng, 100);
+    if (kind < 50) {
+      r.kind = "general";
+      s.m = draw(6, 14);
+      s.n = draw(6, 14);
+      s.k = draw(6, 14);
+    } else if (kind < 65) {
+      r.kind = "skinny";  // one of m, n in [1, 16]
+      const bool small_m = uniform_below(rng, 2) == 0;
+      const std::int64_t small = draw(0, 4), other = draw(8, 14);
+      s.m = small_m ? small : other;
+      s.n = small_m ? other : small;
+      s.k = draw(8, 14);
+    } else if (kind < 70) {
+      r.kind = "matvec";  // n = 1 (A times a vector) or m = 1 (a vector times B)
+      const bool vector_n = uniform_below(rng, 2) == 0;
+      const std::int64_t other = draw(10, 14);
+      s.m = vector_n ? other : 1;
+      s.n = vector_n ? 1 : other;
+      s.k = draw(10, 14);
+    } else if (kind < 85) {
+      r.kind = "huge-k";
+      s.m = draw(4, 10);
+      s.n = draw(4, 10);
+      s.k = draw(15, 20);
+    } else {
+      r.kind = "small-k";
+      s.m = draw(8, 14);
+      s.n = draw(8, 14);
+      s.k = draw(4, 8);
+    }
+    // The memory cap, in elements: the largest dimension (the first of m, n, k on a tie) d, with
+    // the others p and q, takes the largest value with d (p + q) + p q within it. p q is at most
+    // 2^28 elements (2 GiB of f64), so d stays positive; with these classes it stays in its
+    // class's range too (general >= 4096, huge k >= 196096 for f64).
+    const std::int64_t cap = kRandomGemmMaxBytes / element_bytes;
+    if (s.m * s.k + s.k * s.n + s.m * s.n > cap) {
+      std::int64_t* dims[] = {&s.m, &s.n, &s.k};
+      std::int64_t** largest =
+          std::max_element(dims, dims + 3, [](auto* a, auto* b) { return *a < *b; });
+      std::int64_t product = 1, sum = 0;  // of the other two
+      for (std::int64_t* d : dims) {
+        if (d == *largest) continue;
+        product *= *d;
+        sum += *d;
+      }
+      **largest = (cap - product) / sum;
+      r.capped = true;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::string gemm_scale_name(int element_bytes) {

@@ -63,6 +63,21 @@ struct GemmShape {
 };
 std::vector<GemmShape> gemm_suite();
 
+// The any-shape benchmark's draw (ktune bench gemm --random-shapes; docs/GEMM.md, "Random shapes
+// for the any-shape benchmark", gives the distribution): n shapes from std::mt19937_64 seeded
+// with `seed`, turned into shapes with integer arithmetic only, so that a seed gives the same
+// shapes with any compiler, standard library and CPU. A shape whose A, B and C would need more
+// than 3 GiB of `element_bytes` elements has its largest dimension scaled down to fit.
+struct RandomGemmShape {
+  GemmShape shape;
+  std::string kind;     // the class it was drawn from: general, skinny, matvec, huge-k, small-k
+  bool capped = false;  // its largest dimension was scaled down to the memory cap
+};
+std::vector<RandomGemmShape> gemm_random_shapes(std::size_t n, std::uint64_t seed,
+                                                int element_bytes);
+// The memory cap of gemm_random_shapes: A, B and C together, in bytes.
+inline constexpr std::int64_t kRandomGemmMaxBytes = std::int64_t(3) << 30;
+
 // The call of a GEMM workload (its verified buffers), for benchmarks running other
 // implementations on the same data; throws Error(kInternal) for another family's workload.
 GemmCall gemm_workload_call(const Workload& workload);

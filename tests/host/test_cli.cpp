@@ -57,6 +57,15 @@ TEST(Cli, BadArgumentsExitTwoNamingTheArgument) {
       {{"check", "--family", "fft"}, "fft"},
       {{"bench", "fft"}, "fft"},
       {{"bench", "elementwise", "--n", "0"}, "--n"},
+      {{"bench", "gemm", "--random-shapes", "0"}, "--random-shapes"},
+      {{"bench", "gemm", "--random-shapes", "-4"}, "--random-shapes"},
+      {{"bench", "gemm", "--random-shapes", "4x"}, "--random-shapes"},
+      {{"bench", "gemm", "--random-shapes", "4", "--stages", "bogus"}, "--stages"},
+      {{"bench", "gemm", "--random-shapes", "4", "--seed", "-1"}, "--seed"},
+      {{"bench", "gemm", "--random-shapes", "4", "--shape", "8x8x8"}, "--random-shapes"},
+      {{"bench", "gemm", "--random-shapes", "4", "--op", "nt"}, "--random-shapes"},
+      {{"bench", "gemm", "--seed", "4"}, "--random-shapes"},
+      {{"bench", "gemm", "--stages", "tuned"}, "--random-shapes"},
       {{"explain", "elementwise", "n=1;op=copy"}, "dtype"},
       {{"explain", "fft", "n=1"}, "fft"},
       {{"query", "--family", "fft"}, "fft"},
@@ -113,6 +122,27 @@ TEST(Cli, NoDriverExitsThreeWithAClearMessage) {
     // Nothing was created: without a GPU there was nothing to store.
     EXPECT_FALSE(std::filesystem::exists(dir.file("t.db"))) << args[0];
   }
+}
+
+// The any-shape benchmark makes its database in $TMPDIR (or at --keep-db) only once it has a GPU.
+TEST(Cli, BenchRandomShapesWithoutADriverExitsThreeAndCreatesNothing) {
+  if (detail::driver_available())
+    GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
+  testing::TempDir dir;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"bench", "gemm", "--random-shapes", "4", "--seed", "1"},
+           {"bench", "gemm", "--random-shapes", "4", "--keep-db", dir.file("kept.db")}}) {
+    auto r = run_cli(args, "TMPDIR=" + dir.path().string() + " KTUNE_DB=" + dir.file("t.db"));
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("no CUDA"), std::string::npos) << r.err;
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << args.back();
+  }
+  // A --keep-db file that exists is refused before the GPU is looked for: the run's database
+  // must start with the shipped presets alone.
+  std::ofstream(dir.file("old.db")) << "x";
+  auto r = run_cli({"bench", "gemm", "--random-shapes", "4", "--keep-db", dir.file("old.db")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--keep-db"), std::string::npos) << r.err;
 }
 
 TEST(Cli, CheckCompilesEveryVariantOfEveryFamilyForSm90) {

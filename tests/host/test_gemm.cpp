@@ -1,5 +1,10 @@
-// Host tests: GEMM argument checks (every invalid argument), problems, space and adaptation.
+// Host tests: GEMM argument checks (every invalid argument), problems, space and adaptation, and
+// the any-shape benchmark's random shapes.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
 
 #include "families/family.hpp"
 #include "families/gemm/gemm.hpp"
@@ -193,6 +198,167 @@ TEST(GemmSuite, MatchesTheIssue) {
   int four_ops = 0;
   for (const auto& s : suite) four_ops += s.m == 4096 && s.n == 4096 && s.k == 4096;
   EXPECT_EQ(four_ops, 4);
+}
+
+// The documented distribution (docs/GEMM.md, "Random shapes for the any-shape benchmark"),
+// written out again here, so that a change to the draw fails these tests.
+struct Range {
+  std::int64_t lo, hi;
+  bool holds(std::int64_t v) const { return v >= lo && v <= hi; }
+};
+const std::map<std::string, double> kClassShare = {
+    {"general", 0.50}, {"skinny", 0.15}, {"matvec", 0.05}, {"huge-k", 0.15}, {"small-k", 0.15}};
+
+std::string describe(const RandomGemmShape& r) {
+  return r.kind + " " + std::to_string(r.shape.m) + "x" + std::to_string(r.shape.n) + "x" +
+         std::to_string(r.shape.k) + (r.capped ? " capped" : "");
+}
+
+// Each dimension in its class's range (the memory cap never takes one below it).
+void expect_in_class_ranges(const RandomGemmShape& r) {
+  const GemmShape& s = r.shape;
+  const Range general{64, 16384}, skinny_small{1, 16}, wide{256, 16384}, matvec{1024, 16384},
+      huge_k{32768, 1048576}, huge_k_mn{16, 1024}, small_k{16, 256};
+  if (r.kind == "general") {
+    EXPECT_TRUE(general.holds(s.m) && general.holds(s.n) && general.holds(s.k)) << describe(r);
+  } else if (r.kind == "skinny") {
+    EXPECT_TRUE((skinny_small.holds(s.m) && wide.holds(s.n)) ||
+                (skinny_small.holds(s.n) && wide.holds(s.m)))
+        << describe(r);
+    EXPECT_TRUE(wide.holds(s.k)) << describe(r);
+  } else if (r.kind == "matvec") {
+    EXPECT_TRUE((s.m == 1 && matvec.holds(s.n)) || (s.n == 1 && matvec.holds(s.m))) << describe(r);
+    EXPECT_TRUE(matvec.holds(s.k)) << describe(r);
+  } else if (r.kind == "huge-k") {
+    EXPECT_TRUE(huge_k_mn.holds(s.m) && huge_k_mn.holds(s.n) && huge_k.holds(s.k)) << describe(r);
+  } else if (r.kind == "small-k") {
+    EXPECT_TRUE(wide.holds(s.m) && wide.holds(s.n) && small_k.holds(s.k)) << describe(r);
+  } else {
+    ADD_FAILURE() << "unknown class " << describe(r);
+  }
+}
+
+bool same(const std::vector<RandomGemmShape>& a, const std::vector<RandomGemmShape>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const GemmShape &x = a[i].shape, &y = b[i].shape;
+    if (x.m != y.m || x.n != y.n || x.k != y.k || x.trans_a != y.trans_a ||
+        x.trans_b != y.trans_b || a[i].kind != b[i].kind || a[i].capped != b[i].capped)
+      return false;
+  }
+  return true;
+}
+
+TEST(GemmRandomShapes, ASeedDrawsTheSameShapesAndOtherSeedsOthers) {
+  const auto a = gemm_random_shapes(200, 7, 4);
+  EXPECT_EQ(a.size(), 200u);
+  EXPECT_TRUE(same(a, gemm_random_shapes(200, 7, 4)));
+  // A shorter draw is the start of a longer one: shape i does not depend on how many follow.
+  EXPECT_TRUE(
+      same(gemm_random_shapes(50, 7, 4), std::vector<RandomGemmShape>(a.begin(), a.begin() + 50)));
+  for (std::uint64_t other : {0ull, 1ull, 8ull, 0xffffffffffffffffull})
+    EXPECT_FALSE(same(a, gemm_random_shapes(200, other, 4))) << "seed " << other;
+  EXPECT_TRUE(gemm_random_shapes(0, 7, 4).empty());
+}
+
+// The transform is integers only, so these shapes are what seed 1 draws on any machine; a change
+// here breaks the repetition of every recorded run (a CSV's seed column). Checked against a
+// separate implementation (Python: mt19937_64 from its definition, 2^x in 50-digit decimals).
+TEST(GemmRandomShapes, SeedOneDrawsTheRecordedShapes) {
+  const auto drawn = gemm_random_shapes(6, 1, 4);
+  std::string got;
+  for (const auto& r : drawn)
+    got += std::string(r.shape.trans_a ? "t" : "n") + (r.shape.trans_b ? "t" : "n") + " " +
+           describe(r) + "\n";
+  EXPECT_EQ(got,
+            "nn skinny 1x1211x2219\n"
+            "nn matvec 6380x1x1346\n"
+            "tt huge-k 197x538x755016\n"
+            "nt general 3738x68x845\n"
+            "tt small-k 374x1629x83\n"
+            "tt huge-k 24x409x76016\n");
+}
+
+TEST(GemmRandomShapes, ClassAndOpSharesFollowTheDocumentedDistribution) {
+  constexpr int kDraws = 4000;
+  const auto drawn = gemm_random_shapes(kDraws, 2026, 4);
+  std::map<std::string, int> classes, ops;
+  int general_m_below_1024 = 0, general = 0, huge_k_m_below_128 = 0, huge_k = 0;
+  for (const auto& r : drawn) {
+    ++classes[r.kind];
+    ++ops[std::string(r.shape.trans_a ? "t" : "n") + (r.shape.trans_b ? "t" : "n")];
+    if (r.kind == "general") {
+      ++general;
+      general_m_below_1024 += r.shape.m < 1024;
+    }
+    if (r.kind == "huge-k") {
+      ++huge_k;
+      huge_k_m_below_128 += r.shape.m < 128;
+    }
+  }
+  // Binomial standard deviations: 4.5 of them is far outside chance for a fixed seed, and well
+  // inside what a wrong threshold (a class's share off by 5 points) would move.
+  auto near = [](int count, int of, double share) {
+    const double sd = std::sqrt(share * (1 - share) / of);
+    return std::abs(static_cast<double>(count) / of - share) < 4.5 * sd;
+  };
+  EXPECT_EQ(classes.size(), kClassShare.size());
+  for (const auto& [kind, share] : kClassShare)
+    EXPECT_TRUE(near(classes[kind], kDraws, share))
+        << kind << ": " << classes[kind] << " of " << kDraws << ", documented " << share;
+  EXPECT_EQ(ops.size(), 4u);
+  for (const char* op : {"nn", "nt", "tn", "tt"})
+    EXPECT_TRUE(near(ops[op], kDraws, 0.25)) << op << ": " << ops[op] << " of " << kDraws;
+  // Log-uniform, not uniform: half of [64, 16384]'s octaves lie below 1024 (a uniform draw would
+  // put 6% there), half of [16, 1024]'s below 128 (uniform: 11%). f32 caps neither dimension.
+  EXPECT_TRUE(near(general_m_below_1024, general, 0.5))
+      << general_m_below_1024 << " of " << general;
+  EXPECT_TRUE(near(huge_k_m_below_128, huge_k, 0.5)) << huge_k_m_below_128 << " of " << huge_k;
+}
+
+TEST(GemmRandomShapes, EveryDimensionInItsRangeAndTheMemoryCapHolds) {
+  for (int bytes : {4, 8}) {
+    int capped = 0, matvec_n = 0, matvec_m = 0, small_m = 0, small_n = 0;
+    for (const auto& r : gemm_random_shapes(3000, 99, bytes)) {
+      expect_in_class_ranges(r);
+      const GemmShape& s = r.shape;
+      const std::int64_t need = (s.m * s.k + s.k * s.n + s.m * s.n) * bytes;
+      EXPECT_LE(need, kRandomGemmMaxBytes) << describe(r) << ", " << bytes << " bytes";
+      if (r.capped) {
+        ++capped;
+        // Scaled down no further than needed: one more of the largest dimension would not fit.
+        std::int64_t m = s.m, n = s.n, k = s.k;
+        std::int64_t& largest = m >= n && m >= k ? m : n >= k ? n : k;
+        ++largest;
+        EXPECT_GT((m * k + k * n + m * n) * bytes, kRandomGemmMaxBytes) << describe(r);
+      }
+      matvec_n += r.kind == "matvec" && s.n == 1;
+      matvec_m += r.kind == "matvec" && s.m == 1;
+      small_m += r.kind == "skinny" && s.m <= 16;
+      small_n += r.kind == "skinny" && s.n <= 16;
+    }
+    // Both sides of the skinny and matrix-vector classes occur.
+    EXPECT_GT(matvec_n, 0);
+    EXPECT_GT(matvec_m, 0);
+    EXPECT_GT(small_m, 0);
+    EXPECT_GT(small_n, 0);
+    // Huge-k shapes of large m + n and k pass 3 GiB in both types; f64 general shapes too.
+    EXPECT_GT(capped, 0) << bytes << " bytes";
+  }
+  // The low ends of the ranges occur: 1 in the skinny class (a quarter of its small dimensions)
+  // and 64 in the general one (about 0.3% of its dimensions).
+  bool skinny_one = false, general_64 = false;
+  for (const auto& r : gemm_random_shapes(3000, 5, 4)) {
+    skinny_one |= r.kind == "skinny" && (r.shape.m == 1 || r.shape.n == 1);
+    general_64 |= r.kind == "general" && (r.shape.m == 64 || r.shape.n == 64 || r.shape.k == 64);
+  }
+  EXPECT_TRUE(skinny_one);
+  EXPECT_TRUE(general_64);
+}
+
+TEST(GemmRandomShapes, OnlyF32AndF64) {
+  EXPECT_THROW(gemm_random_shapes(1, 1, 2), Error);
+  EXPECT_THROW(gemm_random_shapes(1, 1, 16), Error);
 }
 
 }  // namespace
