@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -569,9 +570,13 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
   if (args.count == 0)
     throw Error(ErrorCode::kInvalidArgument, "--random-shapes: must be at least 1");
-  if (args.stages != "presets" && args.stages != "tuned" && args.stages != "both")
-    throw Error(ErrorCode::kInvalidArgument,
-                "--stages: '" + args.stages + "' is not presets, tuned or both");
+  std::set<std::string> stages;
+  for (const std::string& s : split(args.stages == "both" ? "presets,tuned" : args.stages, ','))
+    if (s == "presets" || s == "nearest" || s == "tuned")
+      stages.insert(s);
+    else
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--stages: '" + s + "' is not presets, nearest or tuned (or both)");
   if (dtype != "f32" && dtype != "f64" && dtype != "all")
     throw Error(ErrorCode::kInvalidArgument, "--dtype: '" + dtype + "' is not f32, f64 or all");
   std::error_code ec;
@@ -594,9 +599,11 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   std::map<std::string, std::vector<RandomGemmShape>> shapes;
   for (const std::string& d : dtypes)
     shapes[d] = gemm_random_shapes(args.count, seed, d == "f32" ? 4 : 8);
-  const bool presets_stage = args.stages != "tuned", tuned_stage = args.stages != "presets";
+  const bool presets_stage = stages.count("presets"), nearest_stage = stages.count("nearest"),
+             tuned_stage = stages.count("tuned");
 #ifndef KTUNE_HAVE_ANCHORS
-  (void)csv, (void)repeats, (void)tuning, (void)presets_stage, (void)tuned_stage;
+  (void)csv, (void)repeats, (void)tuning, (void)presets_stage, (void)nearest_stage,
+      (void)tuned_stage;
   Device device(common.device);
   throw Error(ErrorCode::kUnsupported,
               "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
@@ -638,6 +645,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     Options options;
     options.database = db_path;
     options.device = common.device;
+    options.predict = stage != "nearest";
     Runtime runtime(options);
     Database db(db_path);
     KernelCache cache(device, &db);
@@ -659,6 +667,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
         outcomes.push_back({stage, d, &drawn[i], r.ratio, r.verified == "yes"});
       }
     }
+    // The rows so far, after each stage: a run stopped in a later one (a long tuning) keeps them.
+    if (!csv.empty()) write_csv(csv, rows, device.info(), db_path);
   };
 
   // As `ktune tune gemm --shape MxNxK --op OP --dtype D` tunes: the tuner library in this
@@ -683,7 +693,10 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
         if (!common.quiet)
           std::cerr << "ktune bench: tuned " << problem.key() << ": " << t.evaluated
                     << " evaluated (" << t.ok << " ok, " << t.failed
-                    << " failed); stopped: " << t.stop_reason << "; " << fixed(t.seconds, 1) << " s"
+                    << " failed); stopped: " << t.stop_reason << "; " << fixed(t.seconds, 1)
+                    << " s; " << t.compiled << " compiled, " << t.reused
+                    << " from the binary cache; GPU waited on compiles "
+                    << fixed(t.gpu_wait_seconds, 1) << " s"
                     << (t.best ? "" : "; no configuration passed, the lookup chain answers")
                     << "\n";
       }
@@ -691,6 +704,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   };
 
   if (presets_stage) time_stage("presets");
+  if (nearest_stage) time_stage("nearest");
   if (tuned_stage) {
     tune_shapes();
     time_stage("tuned");
@@ -699,7 +713,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   // Per stage and dtype: the geometric mean of ktune / cuBLAS, the worst shape, the shares below.
   Table summary(
       {"stage", "dtype", "shapes", "geomean", "min", "min at", "< 0.80", "< 0.90", "ktune wrong"});
-  for (const std::string stage : {"presets", "tuned"}) {
+  for (const std::string stage : {"presets", "nearest", "tuned"}) {
     for (const std::string& d : dtypes) {
       double log_sum = 0;
       int count = 0, below_80 = 0, below_90 = 0, wrong = 0;

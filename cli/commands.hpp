@@ -92,7 +92,7 @@ std::string self_executable();
 struct RandomShapesArgs {
   std::size_t count = 0;              // shapes per dtype, >= 1
   std::optional<std::uint64_t> seed;  // none: one from the clock (printed, and in the CSV)
-  std::string stages = "both";        // presets, tuned or both
+  std::string stages = "both";        // a list of presets, nearest, tuned; both = presets,tuned
   std::string keep_db;                // create the database here and keep it ("": a temporary one)
   TuneArgs tune;                      // the budget of each shape's tuning (--max-evals ...)
 };

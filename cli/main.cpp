@@ -593,11 +593,11 @@ int main(int argc, char** argv) {
           ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()));
   bench_gemm
       ->add_option("--stages", bench_random.stages,
-                   "with --random-shapes: presets (the runtime answering from a new database "
-                   "holding the shipped presets alone), tuned (after tuning each shape into it "
-                   "as 'ktune tune gemm' does, in worker processes), or both (presets, then "
-                   "tuned)")
-      ->check(CLI::IsMember({"presets", "tuned", "both"}))
+                   "with --random-shapes, a comma-separated list of: presets (the runtime "
+                   "answering from a new database holding the shipped presets alone), nearest "
+                   "(the same, with the model's ranking off: each shape gets the nearest tuned "
+                   "problem's winner, as before it), tuned (after tuning each shape into it as "
+                   "'ktune tune gemm' does, in worker processes); both = presets,tuned")
       ->capture_default_str();
   bench_gemm
       ->add_option("--keep-db", bench_random.keep_db,

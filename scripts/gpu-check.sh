@@ -48,6 +48,22 @@ for step in "${steps[@]}"; do
       cp -r "$BUILD/tests/families" "$moved/tests/"  # the tests' own family files (faults)
       run_step gpu-tests "$moved/tests/ktune_gpu_tests" --gtest_brief=1
       ;;
+    anyshape)
+      # GEMM shapes nobody tuned (docs/GEMM.md): the runtime from the shipped presets with the
+      # model's ranking (presets) and without it (nearest), against cuBLAS, verified.
+      seed=${ANYSHAPE_SEED:-20261125}
+      for d in ${ANYSHAPE_DTYPES:-f32 f64}; do
+        run_step "anyshape-$d" "$KTUNE" bench gemm --random-shapes "${ANYSHAPE_N:-64}" --seed "$seed" \
+          --dtype "$d" --stages "${ANYSHAPE_STAGES:-presets,nearest}" --csv "$OUT/anyshape_$d.csv"
+      done
+      ;;
+    anyshape-tuned)
+      # A short tune per shape after the presets (compiles reused across shapes: the tuner's
+      # binary cache), then timed again.
+      run_step anyshape-tuned "$KTUNE" bench gemm --random-shapes "${ANYSHAPE_TUNED_N:-8}" \
+        --seed "${ANYSHAPE_SEED:-20261125}" --dtype f32 --stages presets,tuned \
+        --max-evals "${ANYSHAPE_EVALS:-40}" --csv "$OUT/anyshape_tuned_f32.csv"
+      ;;
     faults)
       # The planted-fault family through the command: every fault classified, the run completes.
       fdb=$(mktemp -d)/faults.db

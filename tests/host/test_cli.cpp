@@ -61,6 +61,7 @@ TEST(Cli, BadArgumentsExitTwoNamingTheArgument) {
       {{"bench", "gemm", "--random-shapes", "-4"}, "--random-shapes"},
       {{"bench", "gemm", "--random-shapes", "4x"}, "--random-shapes"},
       {{"bench", "gemm", "--random-shapes", "4", "--stages", "bogus"}, "--stages"},
+      {{"bench", "gemm", "--random-shapes", "4", "--stages", "presets,bogus"}, "--stages"},
       {{"bench", "gemm", "--random-shapes", "4", "--seed", "-1"}, "--seed"},
       {{"bench", "gemm", "--random-shapes", "4", "--shape", "8x8x8"}, "--random-shapes"},
       {{"bench", "gemm", "--random-shapes", "4", "--op", "nt"}, "--random-shapes"},
