@@ -130,7 +130,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   auto strategy = make_strategy(strategy_name, space, options.seed, done);
 
   // Transfer: the winners of this device's other problems with the same attributes (nearest
-  // first, adapted to this problem) are evaluated before the strategy's own proposals. A tile
+  // first, adapted to this problem) are evaluated before the strategy's own proposals, after
+  // this problem's winners on other GPUs of the architecture. A tile
   // that won at 4096^3 is a strong candidate at 8192^3, and the strategy builds on it. Before
   // them come this problem's winners under earlier versions of the template: after a template
   // change the old winner is usually still near the top, and re-tuning starts from it.
@@ -151,6 +152,25 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(distance, i);
       } catch (const Error&) {
         // A row this version cannot read (or a parameter it no longer has): not a seed.
+      }
+    }
+    // This problem's winners on the other GPUs of this architecture (any template version), next
+    // after its own earlier ones: an H100 tuning a problem the shipped H200 presets hold starts
+    // from the H200's winner.
+    std::optional<DeviceRecord> here;
+    for (const auto& d : db.devices())
+      if (d.id == device_id) here = d;
+    if (here) {
+      for (const auto& r : db.best_results(family.name(), "")) {
+        if (r.problem != key || r.device_id == device_id ||
+            r.device.cc_major != here->cc_major || r.device.cc_minor != here->cc_minor)
+          continue;
+        try {
+          Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
+          const std::size_t i = space.index_of(to_string(c));
+          if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(-0.5, i);
+        } catch (const Error&) {
+        }
       }
     }
     std::sort(ranked.begin(), ranked.end());

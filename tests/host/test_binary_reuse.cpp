@@ -35,6 +35,7 @@ class SyntheticCompiledRunner final : public CandidateRunner {
       return m;
     }
     binaries.push_back(compiled->cubin);
+    measured.push_back(to_string(config));
     m.status = status::kOk;
     const double ms =
         1.0 + static_cast<double>(std::hash<std::string>{}(to_string(config)) % 97) / 97;
@@ -44,6 +45,7 @@ class SyntheticCompiledRunner final : public CandidateRunner {
     return m;
   }
   std::vector<std::vector<char>> binaries;
+  std::vector<std::string> measured;  // configurations, in the order measured
 
  private:
   DeviceInfo info_;
@@ -134,6 +136,44 @@ TEST(BinaryReuse, TheCacheStaysWithinItsLimitOldestFirst) {
   EXPECT_EQ(r.resources.at(0).registers, 32);
   EXPECT_EQ(db.limit_binaries(0), 2u);
   EXPECT_EQ(db.binary_count(), 0);
+}
+
+// A problem another GPU of the same architecture has a winner for (the shipped H200 presets, on an
+// H100) starts from that winner.
+TEST(Transfer, AProblemStartsFromItsWinnerOnAnotherGpuOfTheArchitecture) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& family = find_family("elementwise");
+  const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
+  DeviceInfo h200;
+  h200.name = "NVIDIA H200";
+  h200.limits = DeviceLimits::for_arch(9, 0);
+  DeviceInfo a100;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.limits = DeviceLimits::for_arch(8, 0);
+  a100.limits.sm_count = 108;
+  auto put = [&](const DeviceInfo& d, const std::string& config) {
+    ResultRecord r;
+    r.device_id = db.ensure_device(d);
+    r.family = "elementwise";
+    r.template_hash = family.template_hash();
+    r.problem = key;
+    r.config = config;
+    r.status = "ok";
+    r.time_median_ms = 1.0;
+    r.metric = 1.0;
+    r.unit = "GB/s";
+    db.put_result(r);
+  };
+  const std::string h200_winner = "BLOCK=512,CACHE=1,GRID=8,STRIDE=0,UNROLL=4,VEC=2";
+  put(a100, "BLOCK=128,CACHE=0,GRID=0,STRIDE=0,UNROLL=1,VEC=1");  // another architecture
+  put(h200, h200_winner);
+  SyntheticCompiledRunner h100;
+  TuneOptions o = options(2);
+  const TuneSummary s = tune(db, h100, family, Problem::parse("elementwise", key), o);
+  EXPECT_EQ(s.seeded, 1u);
+  ASSERT_FALSE(h100.measured.empty());
+  EXPECT_EQ(h100.measured.front(), h200_winner);
 }
 
 }  // namespace
