@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "../host/temp_dir.hpp"
@@ -208,12 +209,19 @@ TEST(RuntimeGpu, TunedConfigurationsOfEachFamily) {
     return c.step == LookupStep::kExact || c.step == LookupStep::kNearest ||
            (c.step == LookupStep::kPredicted && c.device == here);
   };
-  // A database with results of other GPUs only (the shipped H200 presets on an H100) answers
-  // from the same architecture: nothing of this GPU to test.
-  if (std::none_of(problems.begin(), problems.end(),
-                   [&](const auto& p) { return tuned_here(rt.explain(p.first, p.second)); }))
+  // A family with results of other GPUs only (the shipped H200 presets of histogram on an H100)
+  // answers from the same architecture: nothing of this GPU to test for it. The shipped H100
+  // presets hold GEMM alone.
+  std::set<std::string> tuned_families;
+  for (const auto& [family, problem] : problems)
+    if (tuned_here(rt.explain(family, problem))) tuned_families.insert(family);
+  if (tuned_families.empty())
     GTEST_SKIP() << path << " holds no tuned results of this GPU (run ktune tune first)";
   for (const auto& [family, problem] : problems) {
+    if (!tuned_families.count(family)) {
+      std::cout << "[ untuned  ] " << family << ": no result of this GPU in " << path << "\n";
+      continue;
+    }
     const Choice c = rt.explain(family, problem);
     EXPECT_TRUE(tuned_here(c)) << family << " " << problem << ": " << to_string(c.step);
     std::cout << "[ tuned    ] " << family << " " << problem << ": " << to_string(c.step) << " "
