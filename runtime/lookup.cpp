@@ -56,7 +56,8 @@ LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
 }
 
 // The predicted step over the rows `eligible` accepts; nullopt where the family has no model or
-// no row gives a prediction.
+// no row gives a prediction. Which rows measure the problem's kind (GEMM: its dtype) is the
+// family's to say (predict_ms returns nullopt): a family file's axes are its own.
 template <typename Eligible>
 std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows, Eligible eligible,
                                       const Family& family, const Problem& problem,
@@ -78,7 +79,6 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows, Eli
     } catch (const Error&) {
       continue;
     }
-    if (tuned.attrs.at("dtype") != problem.attrs.at("dtype")) continue;
     auto adapted = usable(row, family, problem, device.limits);
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);

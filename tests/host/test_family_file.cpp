@@ -12,7 +12,9 @@
 #include "families/file_family.hpp"
 #include "ktune/error.hpp"
 #include "run_cli.hpp"
+#include "runtime/lookup.hpp"
 #include "temp_dir.hpp"
+#include "tests/test_families.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {
@@ -142,10 +144,9 @@ TEST(FamilyFile, ABadFileIsRefusedNamingTheFileTheLineAndTheKey) {
 
 TEST(FamilyFile, ABufferTypeIsATypeNameOrAnExpression) {
   // type = "f32" is the type itself; type = "dtype" the axis; "f33" neither, refused.
-  auto named = load_family_file(
-      Copy("type = \"dtype\"\nlength = \"rows * cols\"\nrole = \"out\"",
-           "type = \"f32\"\nlength = \"rows * cols\"\nrole = \"out\"")
-          .path);
+  auto named = load_family_file(Copy("type = \"dtype\"\nlength = \"rows * cols\"\nrole = \"out\"",
+                                     "type = \"f32\"\nlength = \"rows * cols\"\nrole = \"out\"")
+                                    .path);
   EXPECT_EQ(named->name(), "transpose");
   Copy bad("type = \"dtype\"\nlength = \"rows * cols\"\nrole = \"out\"",
            "type = \"f33\"\nlength = \"rows * cols\"\nrole = \"out\"");
@@ -314,6 +315,37 @@ TEST(FamilyFile, CheckCompilesAUserFamilyForSm90WithoutAGpu) {
       run_cli({"check", "--family-file", broken.path, "--family", "transpose", "--arch", "sm_90"});
   EXPECT_NE(b.exit_code, 0) << b.out;
   EXPECT_NE(b.err.find("transpose_reference"), std::string::npos) << b.err;
+}
+
+// A problem nobody tuned goes down the whole lookup chain for a family file, whose axes are its
+// own (the planted-fault family has n alone, no dtype): the predicted step passes (no model),
+// the nearest tuned problem answers.
+TEST(FamilyFile, TheLookupChainAnswersAnUntunedProblemFromTheNearest) {
+  const Family* f = &::ktune::testing::faults_family();
+  ::ktune::testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  DeviceInfo h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.limits = DeviceLimits::for_arch(9, 0);
+  const Problem tuned = f->make_problem({{"n", 4194304}}, {});
+  const Config winner = f->default_config(tuned, h100.limits);
+  ResultRecord r;
+  r.device_id = db.ensure_device(h100);
+  r.family = f->name();
+  r.template_hash = f->template_hash();
+  r.problem = tuned.key();
+  r.config = to_string(winner);
+  r.status = "ok";
+  r.time_median_ms = 0.1;
+  r.metric = 1000;
+  r.unit = f->metric_unit();
+  db.put_result(r);
+  for (bool predict : {true, false}) {
+    const LookupResult l =
+        lookup_config(&db, h100, *f, f->make_problem({{"n", 3000000}}, {}), predict);
+    EXPECT_EQ(l.step, LookupStep::kNearest);
+    EXPECT_EQ(l.config, winner);
+  }
 }
 
 }  // namespace
