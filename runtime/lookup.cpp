@@ -79,6 +79,9 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows, Eli
     } catch (const Error&) {
       continue;
     }
+    // A family without a model (or a row its model cannot use) answers nothing here: known
+    // before the row is adapted, so such families pay next to nothing for this step.
+    if (!family.predict_ms(measured, tuned, row.time_median_ms, measured, tuned, device)) continue;
     auto adapted = usable(row, family, problem, device.limits);
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);

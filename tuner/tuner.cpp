@@ -138,39 +138,30 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::deque<std::size_t> seeds;
   {
     std::vector<std::pair<double, std::size_t>> ranked;
-    // One read of the best row per template version and problem: this problem under earlier
-    // versions (ranked first), other problems under this one (ranked by distance).
-    for (const auto& r : db.best_results(family.name(), "", device_id)) {
-      const bool earlier = r.problem == key && r.template_hash != hash;
-      if (!earlier && (r.problem == key || r.template_hash != hash)) continue;
+    // One read of the best row per device, template version and problem. Of this device: this
+    // problem under earlier versions (ranked first), other problems under this one (ranked by
+    // distance). Of the other GPUs of this architecture: this problem (any version), next after
+    // its own earlier winners, so that an H100 tuning a problem the shipped H200 presets hold
+    // starts from the H200's winner.
+    for (const auto& r : db.best_results(family.name(), "")) {
+      double distance = -0.5;
+      if (r.device_id != device_id) {
+        if (r.problem != key || r.device.cc_major != limits.cc_major ||
+            r.device.cc_minor != limits.cc_minor)
+          continue;
+      }
       try {
-        const double distance =
-            earlier ? -1.0 : problem_distance(problem, family.parse_problem(r.problem));
-        if (!std::isfinite(distance)) continue;
+        if (r.device_id == device_id) {
+          const bool earlier = r.problem == key && r.template_hash != hash;
+          if (!earlier && (r.problem == key || r.template_hash != hash)) continue;
+          distance = earlier ? -1.0 : problem_distance(problem, family.parse_problem(r.problem));
+          if (!std::isfinite(distance)) continue;
+        }
         Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
         const std::size_t i = space.index_of(to_string(c));
         if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(distance, i);
       } catch (const Error&) {
         // A row this version cannot read (or a parameter it no longer has): not a seed.
-      }
-    }
-    // This problem's winners on the other GPUs of this architecture (any template version), next
-    // after its own earlier ones: an H100 tuning a problem the shipped H200 presets hold starts
-    // from the H200's winner.
-    std::optional<DeviceRecord> here;
-    for (const auto& d : db.devices())
-      if (d.id == device_id) here = d;
-    if (here) {
-      for (const auto& r : db.best_results(family.name(), "")) {
-        if (r.problem != key || r.device_id == device_id ||
-            r.device.cc_major != here->cc_major || r.device.cc_minor != here->cc_minor)
-          continue;
-        try {
-          Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
-          const std::size_t i = space.index_of(to_string(c));
-          if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(-0.5, i);
-        } catch (const Error&) {
-        }
       }
     }
     std::sort(ranked.begin(), ranked.end());

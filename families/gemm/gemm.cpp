@@ -99,6 +99,16 @@ Geometry geometry(const Config& c, const Problem& p) {
   return geometry(c, dtype_bytes(p.attr("dtype")), ta, tb);
 }
 
+// How k is split: `split` parts of whole k-tiles (k per split, and the parts that are not empty).
+struct KSplit {
+  std::int64_t per_split, splits;
+};
+KSplit k_split(std::int64_t k, std::int64_t split, std::int64_t bk) {
+  if (split <= 1) return {k, 1};
+  const std::int64_t per_split = ((k + split - 1) / split + bk - 1) / bk * bk;
+  return {per_split, (k + per_split - 1) / per_split};
+}
+
 // The cost model of the predicted lookup step (docs/GEMM.md, "Shapes nobody tuned"): what a
 // configuration does on a problem, in units its own measurement calibrates.
 struct GemmCost {
@@ -116,12 +126,7 @@ GemmCost gemm_cost(const Config& c, const Problem& p, const DeviceLimits& limits
                k = static_cast<double>(p.size("k"));
   const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
   const std::int64_t tiles = ((p.size("m") + bm - 1) / bm) * ((p.size("n") + bn - 1) / bn);
-  // Splits as gemm_launch makes them.
-  std::int64_t kps = p.size("k"), splits = 1;
-  if (const std::int64_t split = get(c, "SPLITK"); split > 1) {
-    kps = ((p.size("k") + split - 1) / split + bk - 1) / bk * bk;
-    splits = (p.size("k") + kps - 1) / kps;
-  }
+  const auto [kps, splits] = k_split(p.size("k"), get(c, "SPLITK"), bk);
   const Geometry g = geometry(c, p);
   // Blocks resident per SM: shared memory, threads and registers (the accumulators and their
   // operands, or the cap MINB sets) allowing.
@@ -276,9 +281,9 @@ class GemmFamily final : public Family {
       // Split K only to fill a GPU that the m x n tiles leave idle.
       if (tiles >= limits.sm_count) return "enough tiles without splitting k";
       if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
-      const std::int64_t kps = ((k + split - 1) / split + bk - 1) / bk * bk;
-      if ((k + kps - 1) / kps != split) return "SPLITK leaves empty splits";
-      if (kps < 4 * bk) return "splits shorter than 4 k-tiles";
+      const KSplit parts = k_split(k, split, bk);
+      if (parts.splits != split) return "SPLITK leaves empty splits";
+      if (parts.per_split < 4 * bk) return "splits shorter than 4 k-tiles";
     }
     const int bytes = dtype_bytes(p.attr("dtype"));
     const Geometry g = shape_geometry(c);
@@ -707,15 +712,13 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   const std::int64_t tiles = ((call.m + bm - 1) / bm) * ((call.n + bn - 1) / bn);
   const std::int64_t split = get(config, "SPLITK");
   const int swizzle = static_cast<int>(get(config, "SWIZZLE"));
-  std::int64_t kps = call.k, splits = 1;
+  const KSplit parts = k_split(call.k, split, bk);
+  const std::int64_t kps = parts.per_split, splits = parts.splits;
   CUdeviceptr workspace = 0;
   const auto& d = driver();
-  if (split > 1) {
-    kps = ((call.k + split - 1) / split + bk - 1) / bk * bk;
-    splits = (call.k + kps - 1) / kps;
+  if (split > 1)
     workspace =
         detail::scratch_alloc(static_cast<std::size_t>(splits * tiles * bm * bn) * bytes, stream);
-  }
   void* ws = reinterpret_cast<void*>(workspace);
   auto go = [&](auto args) {
     void* params[] = {&args};
