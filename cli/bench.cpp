@@ -161,9 +161,11 @@ struct GemmBench {
 // cuBLASLt FMA-unit anchor. Returns ktune's row (its ratio is to cuBLAS; 0 if cuBLAS measured 0).
 Row bench_gemm_shape(GemmBench& b, const std::string& dtype, const GemmShape& s, double nominal,
                      std::vector<Row>& rows) {
-  const Family& family = find_family("gemm");
-  const Problem problem =
-      gemm_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
+  // The family the runtime runs the shape with: the skinny kernels where m or n is at most 16.
+  const bool skinny = gemm_is_skinny(s.m, s.n);
+  const Problem problem = (skinny ? gemm_skinny_problem : gemm_problem)(
+      dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
+  const Family& family = find_family(problem.family);
   auto workload = family.make_workload(problem, b.device, b.cache);
   const GemmCall call = gemm_workload_call(*workload);
   auto verify = [&](const char* what) {
@@ -218,13 +220,15 @@ Row bench_gemm_shape(GemmBench& b, const std::string& dtype, const GemmShape& s,
   Row base = measure(dtype == "f32" ? "cublasSgemm" : "cublasDgemm", run_cublas);
   base.ratio = 1.0;
   rows.push_back(base);
+  // Asked before the first call, which would make the answer "cache": the step that chose it.
+  const Choice choice = b.runtime.explain(family.name(), problem.key());
   Row r = measure("ktune gemm", run_ktune);
   r.ratio = base.figure > 0 ? r.figure / base.figure : 0;
-  Choice choice = b.runtime.explain("gemm", problem.key());
   r.step = std::string(to_string(choice.step));
+  if (skinny) r.step += " (gemm_skinny)";
   r.config = choice.config;
   rows.push_back(r);
-  if (nominal <= 0) return r;
+  if (nominal <= 0 || skinny) return r;  // FMA-unit rows: the tiled kernels only
   // The figure on the FMA units against their ceiling (nominal; measured in the peak row).
   // f64 may be fastest on the tensor cores (MMA > 0): then the best FMA-unit configuration
   // measured for this problem is launched, verified and timed on its own as well.
@@ -677,13 +681,14 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   auto tune_shapes = [&] {
     tuning.worker.command = {self_executable(), "__worker"};
     Database db(db_path);
-    const Family& family = find_family("gemm");
     for (const std::string& d : dtypes) {
       const auto& drawn = shapes.at(d);
       for (std::size_t i = 0; i < drawn.size(); ++i) {
         const GemmShape& s = drawn[i].shape;
-        const Problem problem =
-            gemm_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
+        // The family the runtime runs the shape with (gemm_skinny where m or n <= 16).
+        const Problem problem = (gemm_is_skinny(s.m, s.n) ? gemm_skinny_problem : gemm_problem)(
+            d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
+        const Family& family = find_family(problem.family);
         if (!common.quiet)
           std::cerr << "ktune bench: tuning " << d << " shape " << i + 1 << " of " << drawn.size()
                     << ": " << shape_label(drawn[i]) << "\n";

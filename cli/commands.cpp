@@ -83,10 +83,13 @@ Problem build_problem(const ProblemArgs& a) {
   if (a.family == "gemm") {
     const auto s = parse_shape(a.shape, 3, "--shape");
     const int widest = a.dtype == "f64" ? 2 : 4;
-    Problem p = gemm_problem(a.dtype, a.gemm_op[0] == 't', a.gemm_op[1] == 't',
-                             static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
-                             static_cast<std::int64_t>(s[2]), a.gemm_align ? a.gemm_align : widest);
-    find_family("gemm").validate(p);
+    const auto m = static_cast<std::int64_t>(s[0]), n = static_cast<std::int64_t>(s[1]),
+               k = static_cast<std::int64_t>(s[2]);
+    // A shape with m or n at most 16 is the skinny kernels' problem, as in Runtime::gemm.
+    Problem p = (gemm_is_skinny(m, n) ? gemm_skinny_problem : gemm_problem)(
+        a.dtype, a.gemm_op[0] == 't', a.gemm_op[1] == 't', m, n, k,
+        a.gemm_align ? a.gemm_align : widest);
+    find_family(p.family).validate(p);
     return p;
   }
   if (a.family == "histogram") {
@@ -229,7 +232,8 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                               gemm_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k,
                                            args.gemm_align ? args.gemm_align : widest));
     } else {
-      problems.emplace_back(&find_family(args.family), build_problem(args));
+      Problem p = build_problem(args);  // gemm: gemm_skinny's problem for a skinny shape
+      problems.emplace_back(&find_family(p.family), std::move(p));
     }
   }
   TuneOptions options = tune_options(common, targs);

@@ -413,7 +413,10 @@ int main(int argc, char** argv) {
       add_family("histogram", "tune a histogram for one sample type, bin count and size");
   add_histogram_options(tune_hist, problem);
   auto* tune_gemm = add_family(
-      "gemm", "tune one GEMM shape (--shape, --op, --dtype) or the benchmark suite (--suite)");
+      "gemm",
+      "tune one GEMM shape (--shape, --op, --dtype) or the benchmark suite (--suite); a shape "
+      "with m or n at most 16 tunes the skinny kernels (family gemm_skinny), which the runtime "
+      "runs for it");
   add_gemm_options(tune_gemm, problem);
   // The suite has its own shapes and ops.
   tune_gemm->get_option("--suite")->excludes("--shape")->excludes("--op");

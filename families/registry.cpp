@@ -21,6 +21,7 @@ namespace ktune {
 // Defined next to each built-in family's descriptor.
 const Family& elementwise_family();
 const Family& gemm_family();
+const Family& gemm_skinny_family();
 const Family& histogram_family();
 
 namespace {
@@ -92,7 +93,7 @@ void load_environment(Registry& r) {
 }  // namespace
 
 std::vector<const Family*> builtin_families() {
-  return {&elementwise_family(), &gemm_family(), &histogram_family()};
+  return {&elementwise_family(), &gemm_family(), &gemm_skinny_family(), &histogram_family()};
 }
 
 std::vector<const Family*> all_families() {

@@ -522,9 +522,13 @@ GemmArgs<T> make_args(const GemmCall& call, void* workspace, std::int64_t k_per_
 // Fresh random A and B, C poisoned with NaN, verified against a double-accumulation reference.
 class GemmWorkload final : public Workload {
  public:
-  GemmWorkload(const GemmFamily& family, const Problem& p, const Device& device, KernelCache& cache)
-      : device_(device) {
-    family.validate(p);
+  // `p` is a problem of the gemm family or of gemm_skinny (the same axes), checked by the caller;
+  // `launch` runs a candidate of that family.
+  GemmWorkload(const Problem& p, const Device& device, KernelCache& cache, GemmLauncher launch)
+      : device_(device), launch_(launch) {
+    const Family& family = gemm_family();
+    Problem problem = p;  // the helpers come from the gemm family's source
+    problem.family = "gemm";
     const int bytes = dtype_bytes(p.attr("dtype"));
     bool ta, tb;
     parse_op(p.attr("op"), ta, tb);
@@ -556,8 +560,8 @@ class GemmWorkload final : public Workload {
     call_.a = reinterpret_cast<const void*>(a_.get() + offset);
     call_.b = reinterpret_cast<const void*>(b_.get() + offset);
     call_.c = reinterpret_cast<void*>(c_.get());
-    CompileRequest r = family.compile_request(family.default_config(p, device.limits()), p,
-                                              device.limits().arch());
+    CompileRequest r = family.compile_request(family.default_config(problem, device.limits()),
+                                              problem, device.limits().arch());
     const std::string type = bytes == 4 ? "float" : "double";
     r.name_expressions = {
         "ktune::fill_random<" + type + ">",
@@ -580,7 +584,7 @@ class GemmWorkload final : public Workload {
   }
 
   void run(const Kernel& kernel, const Config& config, CUstream stream) override {
-    gemm_launch(kernel, config, device_.limits(), call_, stream);
+    launch_(kernel, config, device_.limits(), call_, stream);
   }
 
   std::string verify(CUstream stream) override {
@@ -629,6 +633,7 @@ class GemmWorkload final : public Workload {
 
  private:
   const Device& device_;
+  GemmLauncher launch_;
   GemmCall call_;
   detail::DeviceBuffer a_, b_, c_, ref_, absref_, result_;
   std::shared_ptr<const Kernel> helpers_;
@@ -636,10 +641,16 @@ class GemmWorkload final : public Workload {
 
 std::unique_ptr<Workload> GemmFamily::make_workload(const Problem& p, const Device& device,
                                                     KernelCache& cache) const {
-  return std::make_unique<GemmWorkload>(*this, p, device, cache);
+  validate(p);
+  return std::make_unique<GemmWorkload>(p, device, cache, gemm_launch);
 }
 
 }  // namespace
+
+std::unique_ptr<Workload> make_gemm_workload(const Problem& p, const Device& device,
+                                             KernelCache& cache, GemmLauncher launch) {
+  return std::make_unique<GemmWorkload>(p, device, cache, launch);
+}
 
 const Family& gemm_family() {
   static const GemmFamily instance;

@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,10 @@
 
 namespace ktune {
 
+class Device;
+class Family;
 class Kernel;
+class KernelCache;
 class Workload;
 
 // One column-major GEMM: C(m x n) = alpha * op(A) * op(B) + beta * C. Row-major calls are turned
@@ -50,6 +54,24 @@ Problem gemm_problem(const std::string& dtype, bool trans_a, bool trans_b, std::
 // is allocated and freed on the stream).
 void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
                  const GemmCall& call, CUstream stream);
+
+// The skinny path (gemm_skinny.cuh): calls with n or m at most 16 go to the gemm_skinny family,
+// whose problems have the gemm family's axes and keys.
+bool gemm_is_skinny(std::int64_t m, std::int64_t n);
+Problem gemm_skinny_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                            std::int64_t n, std::int64_t k, int align);
+const Family& gemm_skinny_family();
+void gemm_skinny_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
+                        const GemmCall& call, CUstream stream);
+
+// A verified GEMM workload (random A and B, C poisoned, a double-accumulation reference) whose
+// candidates run through `launch`: the gemm family's and gemm_skinny's. `p` is checked by the
+// caller.
+using GemmLauncher = void (*)(const Kernel&, const Config&, const DeviceLimits&, const GemmCall&,
+                              CUstream);
+std::unique_ptr<Workload> make_gemm_workload(const Problem& p, const Device& device,
+                                             KernelCache& cache, GemmLauncher launch);
+const Family& gemm_family();
 
 // C = beta * C with `kernel` compiled from gemm_scale_name() (k == 0 or alpha == 0 in BLAS).
 std::string gemm_scale_name(int element_bytes);

@@ -454,5 +454,90 @@ TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {
         << r.problem << " " << r.config << ": " << r.status << " " << r.message;
 }
 
+// The skinny kernels (m or n at most 16) through the runtime's defaults: every op, layout and
+// orientation, short and long k (split by the default), beta over C and beta = 0 over NaN,
+// padded leading dimensions and misaligned pointers.
+TEST_F(GemmGpu, SkinnyShapesEveryOpLayoutAndOrientation) {
+  KTUNE_REQUIRE_GPU();
+  Runtime rt(defaults());
+  std::uint64_t seed = 5000;
+  int index = 0;
+  for (Layout layout : {Layout::kColMajor, Layout::kRowMajor})
+    for (Op oa : {Op::kN, Op::kT})
+      for (Op ob : {Op::kN, Op::kT})
+        for (std::int64_t small : {1, 5, 16})
+          for (bool small_m : {false, true})
+            for (std::int64_t k : {3, 1500}) {
+              Case c;
+              c.layout = layout, c.op_a = oa, c.op_b = ob;
+              c.m = small_m ? small : 1037;
+              c.n = small_m ? 1037 : small;
+              c.k = k;
+              ++index;
+              c.beta = index % 3 == 0 ? 0.5 : 0.0;
+              c.nan_c = c.beta == 0 && index % 2 == 0;
+              c.pad = index % 4 == 1 ? 3 : 0;
+              c.offset = index % 5 == 2 ? 1 : 0;
+              run_case<float>(rt, c, ++seed);
+              if (small == 5 && k == 1500) run_case<double>(rt, c, ++seed);
+              if (HasFatalFailure()) return;
+            }
+  // Long k over few rows: the default splits k; the partial sums are added by the second kernel.
+  for (bool small_m : {false, true})
+    for (Op oa : {Op::kN, Op::kT}) {
+      Case c;
+      c.op_a = oa, c.op_b = oa == Op::kN ? Op::kT : Op::kN;
+      c.m = small_m ? 3 : 300;
+      c.n = small_m ? 300 : 3;
+      c.k = 100000;
+      c.beta = 0.25;
+      run_case<float>(rt, c, ++seed);
+      run_case<double>(rt, c, ++seed);
+      const Problem p = gemm_skinny_problem("f32", c.op_a == Op::kT, c.op_b == Op::kT, c.m, c.n,
+                                            c.k, 4);
+      EXPECT_GT(parse_config(rt.explain("gemm_skinny", p.key()).config).at("SPLITK"), 1);
+    }
+}
+
+// A tuning sample of the skinny space on odd, unaligned and long-k problems: every candidate
+// that compiles verifies (the tuner checks each against the reference); the winner answers the
+// runtime and gives the same bits call after call.
+TEST_F(GemmGpu, SkinnyTunedCandidatesVerifyAndRepeatBitForBit) {
+  KTUNE_REQUIRE_GPU();
+  ktune::testing::TempDir dir;
+  const std::string path = dir.file("skinny.db");
+  const Family& family = find_family("gemm_skinny");
+  const Problem problems[] = {gemm_skinny_problem("f32", true, false, 301, 3, 50001, 1),
+                              gemm_skinny_problem("f32", false, false, 4099, 1, 3001, 1),
+                              gemm_skinny_problem("f64", false, true, 7, 2049, 20000, 1)};
+  {
+    Database db(path);
+    for (const Problem& problem : problems) {
+      TuneOptions o;
+      o.strategy = "random";
+      o.max_evals = 40;
+      o.timing.repeats = 2;
+      o.timing.warmup = 0;
+      o.progress = false;
+      const TuneSummary s = tune(db, ktune_held_device, family, problem, o);
+      EXPECT_GT(s.ok, 10u) << problem.key();
+      ASSERT_TRUE(s.best) << problem.key();
+    }
+    for (const auto& r : db.results({}))
+      EXPECT_TRUE(r.status == "ok" || r.status == "invalid")
+          << r.problem << " " << r.config << ": " << r.status << " " << r.message;
+  }
+  Options o;
+  o.database = path;
+  Runtime rt(o);
+  Case c;
+  c.op_a = Op::kT, c.m = 301, c.n = 3, c.k = 50001, c.beta = 0.5, c.offset = 1;
+  std::vector<float> first, second;
+  run_case<float>(rt, c, 91, &first);
+  run_case<float>(rt, c, 91, &second);
+  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0);
+  EXPECT_EQ(rt.explain("gemm_skinny", problems[0].key()).step, LookupStep::kCache);
+}
+
 }  // namespace
 }  // namespace ktune

@@ -1,0 +1,363 @@
+// The skinny GEMM family (gemm_skinny.cuh): GEMM calls whose n or m is at most 16, matrix-vector
+// products included. Its problems are GEMM problems (the same axes and keys); Runtime::gemm sends
+// such calls here instead of to the tiled kernels.
+#include <algorithm>
+#include <limits>
+
+#include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
+#include "ktune/error.hpp"
+#include "platform/driver.hpp"
+#include "platform/kernel_cache.hpp"
+
+namespace ktune {
+
+using detail::check;
+using detail::driver;
+
+namespace {
+
+constexpr std::int64_t kMaxSmall = 16;
+constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
+
+// Same layout as ktune::SkinnyParams<T> in gemm_skinny.cuh.
+template <typename T>
+struct SkinnyArgs {
+  const void* x;
+  const void* y;
+  void* d;
+  void* workspace;
+  long long xs_m, xs_k, ys_k, ys_n, ds_m, ds_n;
+  int m, n, k;
+  int k_per_split;
+  T alpha, beta;
+};
+
+std::int64_t get(const Config& c, const char* name) {
+  auto it = c.find(name);
+  if (it == c.end())
+    throw Error(ErrorCode::kInvalidArgument, std::string("gemm_skinny config: missing ") + name);
+  return it->second;
+}
+
+// The call as D(M x N) = X(M x K) Y(K x N), N <= 16: C itself where n is the small side, else
+// C^T = op(B)^T op(A)^T. Strides in elements.
+struct Skinny {
+  bool swapped = false;  // m is the small side: D = C^T
+  std::int64_t m = 0, n = 0, k = 0;
+  bool x_kcontig = false, y_kcontig = false;
+  long long xs_m = 0, xs_k = 0, ys_k = 0, ys_n = 0, ds_m = 0, ds_n = 0;
+};
+
+Skinny skinny_of(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                 std::int64_t lda = 0, std::int64_t ldb = 0, std::int64_t ldc = 0) {
+  Skinny s;
+  s.swapped = m < n;
+  s.k = k;
+  if (!s.swapped) {
+    // X = op(A): A(i, p) = a[i + p lda], or a[p + i lda] transposed. Y = op(B) likewise.
+    s.m = m, s.n = n;
+    s.x_kcontig = ta;
+    s.xs_m = ta ? lda : 1, s.xs_k = ta ? 1 : lda;
+    s.y_kcontig = !tb;
+    s.ys_k = tb ? ldb : 1, s.ys_n = tb ? 1 : ldb;
+    s.ds_m = 1, s.ds_n = ldc;
+  } else {
+    // X = op(B)^T: X(j, p) = op(B)(p, j). Y = op(A)^T: Y(p, i) = op(A)(i, p). D(j, i) = C(i, j).
+    s.m = n, s.n = m;
+    s.x_kcontig = !tb;
+    s.xs_m = tb ? 1 : ldb, s.xs_k = tb ? ldb : 1;
+    s.y_kcontig = ta;
+    s.ys_k = ta ? 1 : lda, s.ys_n = ta ? lda : 1;
+    s.ds_m = ldc, s.ds_n = 1;
+  }
+  return s;
+}
+
+Skinny skinny_of(const Problem& p) {
+  const std::string& op = p.attr("op");
+  return skinny_of(op[0] == 't', op[1] == 't', p.size("m"), p.size("n"), p.size("k"));
+}
+
+int dtype_bytes(const Problem& p) { return p.attr("dtype") == "f64" ? 8 : 4; }
+
+// k per split: whole multiples of 64 elements (packets stay aligned), and the splits that are
+// not empty.
+struct KParts {
+  std::int64_t per_split, splits;
+};
+KParts k_parts(std::int64_t k, std::int64_t split) {
+  if (split <= 1) return {k, 1};
+  const std::int64_t per = ((k + split - 1) / split + 63) / 64 * 64;
+  return {per, (k + per - 1) / per};
+}
+
+// Rows of D one block covers.
+std::int64_t block_rows(const Config& c, bool x_kcontig) {
+  if (x_kcontig) return get(c, "ROWS");
+  const std::int64_t warps = get(c, "THREADS") / 32;
+  return warps / get(c, "KWARPS") * get(c, "ROWS") * 32 * get(c, "VEC");
+}
+
+std::int64_t blocks_of(const Config& c, const Skinny& s) {
+  const std::int64_t rows = block_rows(c, s.x_kcontig);
+  return (s.m + rows - 1) / rows;
+}
+
+class GemmSkinnyFamily final : public Family {
+ public:
+  GemmSkinnyFamily() {
+    params_ = {
+        {"THREADS", {64, 128, 256, 512}, "threads per block"},
+        {"ROWS",
+         {1, 2, 4, 8},
+         "rows of the long side per block (X k-contiguous) or packets of rows per lane (X "
+         "m-contiguous)"},
+        {"VEC", {1, 2, 4}, "elements per load of X (needs aligned pointers and leading dims)"},
+        {"KWARPS",
+         {1, 2, 4, 8},
+         "X m-contiguous: warps of a block that share its rows and interleave k, summed in "
+         "shared memory"},
+        {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
+        {"SPLITK",
+         {1, 2, 4, 8, 16, 32, 64},
+         "k splits over the grid, their partial sums added in a fixed order by a second kernel"},
+    };
+  }
+  std::string name() const override { return "gemm_skinny"; }
+  std::string description() const override {
+    return "GEMM with n or m <= 16 (matrix-vector included): X read once, f32/f64";
+  }
+  std::string source_file() const override { return "gemm_skinny.cuh"; }
+  const std::vector<Param>& params() const override { return params_; }
+  std::string metric_unit() const override { return "TFLOPS"; }
+
+  std::vector<Problem> check_problems() const override {
+    // Both kernels (nn with n small: X m-contiguous; tn: k-contiguous), both dtypes, a split.
+    return {gemm_skinny_problem("f32", false, false, 8192, 1, 8192, 4),
+            gemm_skinny_problem("f32", true, false, 8192, 16, 8192, 4),
+            gemm_skinny_problem("f64", false, true, 1, 8192, 8192, 2),
+            gemm_skinny_problem("f64", true, true, 4, 8192, 8192, 2),
+            gemm_skinny_problem("f32", false, false, 64, 8, 262144, 4)};
+  }
+  std::vector<Problem> default_problems() const override {
+    return {gemm_skinny_problem("f32", false, false, 8192, 1, 8192, 4)};
+  }
+
+  // Every configuration of THREADS x ROWS x VEC at one unroll, and each unroll, KWARPS and split
+  // on one shape: every code path without the whole product.
+  std::vector<Config> check_configs(const std::vector<Config>& space) const override {
+    std::vector<Config> out;
+    for (const auto& c : space) {
+      const bool usual = c.at("UNROLL") == 2 && c.at("KWARPS") <= 2 && c.at("SPLITK") == 1;
+      const bool paths = c.at("THREADS") == 128 && c.at("ROWS") == 1;
+      if (usual || paths) out.push_back(c);
+    }
+    return out;
+  }
+
+  void validate(const Problem& p) const override {
+    Problem as_gemm = p;  // the gemm family's checks of the axes, then the short side
+    as_gemm.family = "gemm";
+    gemm_family().validate(as_gemm);
+    if (!gemm_is_skinny(p.size("m"), p.size("n")))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "gemm_skinny: m or n must be at most 16, got m = " + std::to_string(p.size("m")) +
+                      ", n = " + std::to_string(p.size("n")) + " (the gemm family takes these)");
+  }
+
+  std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
+    const int bytes = dtype_bytes(p);
+    const Skinny s = skinny_of(p);
+    const std::int64_t threads = get(c, "THREADS"), rows = get(c, "ROWS"), vec = get(c, "VEC"),
+                       kwarps = get(c, "KWARPS");
+    if (threads > limits.max_threads_per_block) return "more threads than a block may have";
+    if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
+    if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
+    const std::int64_t max_acc = bytes == 4 ? 64 : 32;
+    if (s.x_kcontig) {
+      if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
+      if (rows * s.n > max_acc) return "more sums per thread than registers hold";
+      if (rows > 1 && rows >= 2 * s.m) return "more rows per block than the problem has";
+    } else {
+      const std::int64_t warps = threads / 32;
+      if (warps % kwarps) return "KWARPS does not divide the warps";
+      if (rows * vec * s.n > max_acc) return "more sums per thread than registers hold";
+      const std::int64_t smem = (kwarps - 1) * (warps / kwarps) * rows * vec * s.n * 32 * bytes;
+      if (smem > limits.smem_per_block) return "the KWARPS sum needs more static shared memory";
+      // The smallest block of this THREADS and KWARPS is enough for a short side.
+      if ((rows > 1 || vec > std::min<std::int64_t>(p.size("align"), 16 / bytes)) &&
+          block_rows(c, false) >= 2 * s.m)
+        return "more rows per block than the problem has";
+    }
+    const std::int64_t split = get(c, "SPLITK");
+    if (split > 1) {
+      const std::int64_t blocks = blocks_of(c, s);
+      if (blocks >= 2 * limits.sm_count) return "enough blocks without splitting k";
+      if (blocks * split > 16 * limits.sm_count) return "more splits than the GPU can use";
+      const KParts parts = k_parts(s.k, split);
+      if (parts.splits != split) return "SPLITK leaves empty splits";
+      const std::int64_t least = s.x_kcontig ? threads * vec : kwarps * 4;
+      if (parts.per_split < least) return "splits too short for the block";
+    }
+    if (blocks_of(c, s) > kMaxDim) return "too many blocks for one launch";
+    return {};
+  }
+
+  std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
+                              const FunctionResources& res) const override {
+    if (res.spills())
+      return "spills registers (" + std::to_string(res.spill_stores + res.spill_loads) + " bytes)";
+    if (res.stack_frame > 0)
+      return "uses local memory (" + std::to_string(res.stack_frame) + "-byte stack frame)";
+    return {};
+  }
+
+  // A configuration from another problem: its block shape kept where this problem allows it, and
+  // k split afresh for this problem's rows and k.
+  Config adapt(const Config& config, const Problem& p, const DeviceLimits& limits) const override {
+    Config c = config;
+    for (const auto& param : params_)
+      if (!c.count(param.name)) return c;
+    const Skinny s = skinny_of(p);
+    const int bytes = dtype_bytes(p);
+    c["VEC"] = std::min<std::int64_t>({c["VEC"], p.size("align"), 16 / bytes});
+    if (s.x_kcontig) c["KWARPS"] = 1;
+    while (c["ROWS"] > 1 && reject(with_split(c, 1), p, limits).find("rows") != std::string::npos)
+      c["ROWS"] /= 2;
+    if (!s.x_kcontig)
+      while (c["KWARPS"] > 1 && !reject(with_split(c, 1), p, limits).empty()) c["KWARPS"] /= 2;
+    return fill_split(c, p, limits);
+  }
+
+  int block_threads(const Config& c, const Problem&) const override {
+    return static_cast<int>(get(c, "THREADS"));
+  }
+
+  std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
+    const Skinny s = skinny_of(p);
+    const std::string type = dtype_bytes(p) == 4 ? "float" : "double";
+    const bool split = get(c, "SPLITK") > 1;
+    auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
+    std::string head = type + ", " + std::to_string(s.n) + ", " + (s.y_kcontig ? "1" : "0") +
+                       arg("THREADS") + arg("ROWS") + arg("VEC");
+    std::vector<std::string> names;
+    if (s.x_kcontig)
+      names.push_back("ktune::skinny_dot<" + head + arg("UNROLL") + (split ? ", 1>" : ", 0>"));
+    else
+      names.push_back("ktune::skinny_axpy<" + head + arg("KWARPS") + arg("UNROLL") +
+                      (split ? ", 1>" : ", 0>"));
+    if (split) names.push_back("ktune::skinny_reduce<" + type + ">");
+    return names;
+  }
+
+  Config default_config(const Problem& p, const DeviceLimits& limits) const override {
+    const Skinny s = skinny_of(p);
+    const int bytes = dtype_bytes(p);
+    Config c = {{"THREADS", s.x_kcontig ? 128 : 256},
+                {"ROWS", 1},
+                {"VEC", std::min<std::int64_t>(p.size("align"), 16 / bytes)},
+                {"KWARPS", s.x_kcontig ? 1 : 2},
+                {"UNROLL", 2},
+                {"SPLITK", 1}};
+    // VEC and KWARPS down to what the problem allows (1 and 1 always fit).
+    while (c["KWARPS"] > 1 && !reject(c, p, limits).empty()) c["KWARPS"] /= 2;
+    while (c["VEC"] > 1 && !reject(c, p, limits).empty()) c["VEC"] /= 2;
+    return fill_split(c, p, limits);
+  }
+
+  std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
+                                          KernelCache& cache) const override {
+    validate(p);
+    return make_gemm_workload(p, device, cache, gemm_skinny_launch);
+  }
+
+ private:
+  static Config with_split(Config c, std::int64_t split) {
+    c["SPLITK"] = split;
+    return c;
+  }
+  // The fewest k splits that give the GPU two blocks per SM, or the most that are valid.
+  Config fill_split(Config c, const Problem& p, const DeviceLimits& limits) const {
+    Config best = with_split(c, 1);
+    const std::int64_t blocks = blocks_of(c, skinny_of(p));
+    for (std::int64_t split : {2, 4, 8, 16, 32, 64}) {
+      if (blocks * (split / 2) >= 2 * limits.sm_count) break;
+      Config v = with_split(c, split);
+      if (reject(v, p, limits).empty()) best = v;
+    }
+    return best;
+  }
+
+  std::vector<Param> params_;
+};
+
+}  // namespace
+
+const Family& gemm_skinny_family() {
+  static const GemmSkinnyFamily instance;
+  return instance;
+}
+
+bool gemm_is_skinny(std::int64_t m, std::int64_t n) { return std::min(m, n) <= kMaxSmall; }
+
+Problem gemm_skinny_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                            std::int64_t n, std::int64_t k, int align) {
+  Problem p = gemm_problem(dtype, trans_a, trans_b, m, n, k, align);
+  p.family = "gemm_skinny";
+  return p;
+}
+
+void gemm_skinny_launch(const Kernel& kernel, const Config& config, const DeviceLimits&,
+                        const GemmCall& call, CUstream stream) {
+  const Skinny s =
+      skinny_of(call.trans_a, call.trans_b, call.m, call.n, call.k, call.lda, call.ldb, call.ldc);
+  const KParts parts = k_parts(s.k, get(config, "SPLITK"));
+  const std::int64_t blocks = blocks_of(config, s);
+  const unsigned threads = static_cast<unsigned>(get(config, "THREADS"));
+  CUdeviceptr workspace = 0;
+  if (parts.splits > 1)
+    workspace = detail::scratch_alloc(
+        static_cast<std::size_t>(parts.splits * s.m * s.n) * call.element_bytes, stream);
+  auto go = [&](auto args) {
+    void* params[] = {&args};
+    kernel.launch(0, static_cast<unsigned>(blocks), 1, static_cast<unsigned>(parts.splits), threads,
+                  1, 1, 0, stream, params);
+    if (parts.splits > 1) {
+      int splits = static_cast<int>(parts.splits);
+      void* reduce[] = {&args, &splits};
+      const std::int64_t total = s.m * s.n;
+      const unsigned grid =
+          static_cast<unsigned>(std::min<std::int64_t>((total + 255) / 256, 4096));
+      kernel.launch_dependent(1, grid, 1, 1, 256, 1, 1, 0, stream, reduce);
+    }
+  };
+  const void* x = s.swapped ? call.b : call.a;
+  const void* y = s.swapped ? call.a : call.b;
+  auto make = [&](auto alpha, auto beta) {
+    using T = decltype(alpha);
+    return SkinnyArgs<T>{x,
+                         y,
+                         call.c,
+                         reinterpret_cast<void*>(workspace),
+                         s.xs_m,
+                         s.xs_k,
+                         s.ys_k,
+                         s.ys_n,
+                         s.ds_m,
+                         s.ds_n,
+                         static_cast<int>(s.m),
+                         static_cast<int>(s.n),
+                         static_cast<int>(s.k),
+                         static_cast<int>(parts.per_split),
+                         alpha,
+                         beta};
+  };
+  if (call.element_bytes == 4)
+    go(make(static_cast<float>(call.alpha), static_cast<float>(call.beta)));
+  else
+    go(make(call.alpha, call.beta));
+  if (workspace) check(driver().cuMemFreeAsync(workspace, stream), "cuMemFreeAsync");
+}
+
+}  // namespace ktune

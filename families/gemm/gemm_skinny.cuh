@@ -1,0 +1,230 @@
+// Skinny GEMM: D(M x N) = alpha * X(M x K) Y(K x N) + beta * D with N <= 16, for the GEMM calls
+// whose n (or m, through C^T = op(B)^T op(A)^T) is at most 16, matrix-vector products included.
+// Such a product is bound by reading X: each kernel reads it once, streaming, in whole packets,
+// while Y (K x N, small) comes through the caches. N is a template argument, so the N sums of a
+// row stay in registers.
+//
+// X is stored with one of its dimensions contiguous, which picks the kernel:
+//  - skinny_dot: X k-contiguous (rows are dot products): the block's threads stride along k over
+//    ROWS rows together, then reduce across lanes and warps;
+//  - skinny_axpy: X m-contiguous (C += column of X times a row of Y): each lane holds ROWS
+//    packets of VEC consecutive rows, KWARPS warps take interleaved k, then reduce in shared
+//    memory.
+// SPLIT: the k range of grid dimension z is one of several; partial sums go to the workspace
+// ([split][j][i]) and skinny_reduce adds them in split order (the bits do not depend on timing).
+#pragma once
+
+#include "common.cuh"
+
+namespace ktune {
+
+// Same layout as SkinnyArgs<T> in gemm_skinny.cpp. Strides in elements; one of X's is 1.
+template <typename T>
+struct SkinnyParams {
+  const T* x;
+  const T* y;
+  T* d;
+  T* workspace;
+  long long xs_m, xs_k, ys_k, ys_n, ds_m, ds_n;
+  int m, n, k;
+  int k_per_split;
+  T alpha, beta;
+};
+
+// One result: D(i, j) = alpha * v + beta * D(i, j), D not read where beta is 0 (BLAS); or, in a
+// split, the partial sum of split `s` into the workspace.
+template <typename T, int SPLIT>
+__device__ __forceinline__ void skinny_put(const SkinnyParams<T>& p, int i, int j, T v) {
+  if (SPLIT) {
+    p.workspace[(static_cast<long long>(blockIdx.z) * p.n + j) * p.m + i] = v;
+  } else {
+    T* dp = p.d + static_cast<long long>(i) * p.ds_m + static_cast<long long>(j) * p.ds_n;
+    *dp = p.beta == T(0) ? p.alpha * v : p.alpha * v + p.beta * *dp;
+  }
+}
+
+// Y(kk .. kk + VEC - 1, j): one packet where Y is k-contiguous (YK), else VEC loads.
+template <typename T, int VEC, int YK>
+__device__ __forceinline__ Packet<T, VEC> skinny_y(const SkinnyParams<T>& p, int kk, int j) {
+  if (YK) return *reinterpret_cast<const Packet<T, VEC>*>(p.y + kk + j * p.ys_n);
+  Packet<T, VEC> v;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) v.v[e] = __ldg(p.y + (kk + e) * p.ys_k + j * p.ys_n);
+  return v;
+}
+
+template <typename T, int N, int YK, int THREADS, int ROWS, int VEC, int UNROLL, int SPLIT>
+__global__ void __launch_bounds__(THREADS) skinny_dot(SkinnyParams<T> p) {
+  static_assert(THREADS % 32 == 0 && N >= 1 && N <= 16, "skinny_dot: bad geometry");
+#if __CUDA_ARCH__ >= 900
+  if (SPLIT) asm volatile("griddepcontrol.launch_dependents;");
+#endif
+  using P = Packet<T, VEC>;
+  const int row0 = blockIdx.x * ROWS;
+  const int k0 = blockIdx.z * p.k_per_split;
+  const int k1 = min(p.k, k0 + p.k_per_split);
+  const int kv = k0 + (k1 - k0) / VEC * VEC;  // the end of the whole packets
+  const T* xr[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)  // rows past m read row m - 1; their sums are not written
+    xr[r] = p.x + static_cast<long long>(min(row0 + r, p.m - 1)) * p.xs_m;
+  T acc[ROWS][N];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int j = 0; j < N; ++j) acc[r][j] = T(0);
+#pragma unroll UNROLL
+  for (int kk = k0 + threadIdx.x * VEC; kk < kv; kk += THREADS * VEC) {
+    P xv[ROWS];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) xv[r] = load_packet<1>(reinterpret_cast<const P*>(xr[r] + kk));
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const P yv = skinny_y<T, VEC, YK>(p, kk, j);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[r][j] = fma(xv[r].v[e], yv.v[e], acc[r][j]);
+    }
+  }
+  for (int kk = kv + threadIdx.x; kk < k1; kk += THREADS) {  // fewer than VEC left
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const T y = __ldg(p.y + kk * p.ys_k + j * p.ys_n);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) acc[r][j] = fma(xr[r][kk], y, acc[r][j]);
+    }
+  }
+  // Lanes, then warps in order.
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2)
+        acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], off);
+  constexpr int kWarps = THREADS / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (kWarps == 1) {
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+        if (row0 + r < p.m)
+#pragma unroll
+          for (int j = 0; j < N; ++j) skinny_put<T, SPLIT>(p, row0 + r, j, acc[r][j]);
+    return;
+  }
+  __shared__ T part[kWarps][ROWS * N];
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int j = 0; j < N; ++j) part[warp][r * N + j] = acc[r][j];
+  __syncthreads();
+  for (int t = threadIdx.x; t < ROWS * N; t += THREADS) {
+    const int r = t / N, j = t % N;
+    if (row0 + r >= p.m) continue;
+    T sum = part[0][t];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) sum += part[w][t];
+    skinny_put<T, SPLIT>(p, row0 + r, j, sum);
+  }
+}
+
+template <typename T, int N, int YK, int THREADS, int ROWS, int VEC, int KWARPS, int UNROLL,
+          int SPLIT>
+__global__ void __launch_bounds__(THREADS) skinny_axpy(SkinnyParams<T> p) {
+  constexpr int kWarps = THREADS / 32, kWarpRows = kWarps / KWARPS;
+  static_assert(THREADS % 32 == 0 && kWarps % KWARPS == 0 && N >= 1 && N <= 16,
+                "skinny_axpy: bad geometry");
+#if __CUDA_ARCH__ >= 900
+  if (SPLIT) asm volatile("griddepcontrol.launch_dependents;");
+#endif
+  using P = Packet<T, VEC>;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wr = warp % kWarpRows, wk = warp / kWarpRows;
+  // Packet r of this lane: rows first(r) .. first(r) + VEC - 1.
+  const int base = (blockIdx.x * kWarpRows + wr) * ROWS * 32 * VEC + lane * VEC;
+  const int k0 = blockIdx.z * p.k_per_split;
+  const int k1 = min(p.k, k0 + p.k_per_split);
+  T acc[ROWS][VEC][N];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+#pragma unroll
+      for (int j = 0; j < N; ++j) acc[r][e][j] = T(0);
+#pragma unroll UNROLL
+  for (int kk = k0 + wk; kk < k1; kk += KWARPS) {
+    T yv[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+      yv[j] = __ldg(p.y + static_cast<long long>(kk) * p.ys_k + j * p.ys_n);
+    const T* column = p.x + static_cast<long long>(kk) * p.xs_k;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      const int row = base + r * 32 * VEC;
+      P xv;
+      if (row + VEC <= p.m) {
+        xv = load_packet<1>(reinterpret_cast<const P*>(column + row));
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) xv.v[e] = row + e < p.m ? column[row + e] : T(0);
+      }
+#pragma unroll
+      for (int e = 0; e < VEC; ++e)
+#pragma unroll
+        for (int j = 0; j < N; ++j) acc[r][e][j] = fma(xv.v[e], yv[j], acc[r][e][j]);
+    }
+  }
+  if (KWARPS > 1) {
+    // Warps 1 .. KWARPS-1 of each row group hand their sums to warp 0, which adds them in order.
+    constexpr int kPerLane = ROWS * VEC * N;
+    __shared__ T part[KWARPS > 1 ? KWARPS - 1 : 1][kWarpRows][kPerLane][32];
+    if (wk > 0)
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+#pragma unroll
+          for (int j = 0; j < N; ++j) part[wk - 1][wr][(r * VEC + e) * N + j][lane] = acc[r][e][j];
+    __syncthreads();
+    if (wk > 0) return;
+#pragma unroll
+    for (int w = 0; w < KWARPS - 1; ++w)
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+#pragma unroll
+          for (int j = 0; j < N; ++j) acc[r][e][j] += part[w][wr][(r * VEC + e) * N + j][lane];
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      const int row = base + r * 32 * VEC + e;
+      if (row < p.m)
+#pragma unroll
+        for (int j = 0; j < N; ++j) skinny_put<T, SPLIT>(p, row, j, acc[r][e][j]);
+    }
+}
+
+// Launched as a programmatic dependent of the split kernel: adds the splits' partial sums in
+// split order and writes D.
+template <typename T>
+__global__ void __launch_bounds__(256) skinny_reduce(SkinnyParams<T> p, int splits) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  const long long total = static_cast<long long>(p.m) * p.n;
+  for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(idx % p.m), j = static_cast<int>(idx / p.m);
+    T sum = p.workspace[idx];
+    for (int s = 1; s < splits; ++s) sum += p.workspace[s * total + idx];
+    skinny_put<T, 0>(p, i, j, sum);
+  }
+}
+
+}  // namespace ktune

@@ -1,0 +1,173 @@
+// Host tests of the skinny GEMM family (m or n at most 16): its problems, which kernel each op and
+// orientation gets, the space's constraints, the default for every problem, adaptation and k
+// splitting, and real NVRTC compiles of both kernels and the split reduction.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
+#include "families/registry.hpp"
+#include "ktune/error.hpp"
+#include "platform/nvrtc.hpp"
+#include "tuner/space.hpp"
+
+namespace ktune {
+namespace {
+
+const DeviceLimits kH100 = DeviceLimits::for_arch(9, 0);
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(GemmSkinny, ProblemsAreGemmProblemsWithASideOfAtMost16) {
+  const Family& f = find_family("gemm_skinny");
+  EXPECT_EQ(gemm_skinny_problem("f32", true, false, 1, 20, 30, 2).key(),
+            gemm_problem("f32", true, false, 1, 20, 30, 2).key());
+  EXPECT_NO_THROW(f.validate(gemm_skinny_problem("f32", false, false, 100000, 16, 5, 4)));
+  EXPECT_NO_THROW(f.validate(gemm_skinny_problem("f64", true, true, 1, 1, 1, 1)));
+  try {
+    f.validate(gemm_skinny_problem("f32", false, false, 17, 17, 5, 4));
+    FAIL() << "accepted a 17 x 17 C";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_TRUE(contains(e.what(), "at most 16")) << e.what();
+  }
+  // The gemm family's checks of the axes hold here too.
+  EXPECT_THROW(f.validate(gemm_skinny_problem("f64", false, false, 8, 1, 8, 4)), Error);
+  EXPECT_THROW(f.validate(Problem::parse("gemm_skinny", "align=4;dtype=f32;k=8;m=8;n=1;op=nx")),
+               Error);
+  EXPECT_TRUE(gemm_is_skinny(16, 100000));
+  EXPECT_TRUE(gemm_is_skinny(100000, 1));
+  EXPECT_FALSE(gemm_is_skinny(17, 17));
+}
+
+// Which kernel a call gets: X is op(A) where n is the small side, op(B)^T where m is; the dot
+// kernel where X is k-contiguous in memory, the axpy kernel where it is m-contiguous.
+TEST(GemmSkinny, EachOpAndOrientationGetsTheKernelOfItsLayout) {
+  const Family& f = find_family("gemm_skinny");
+  struct Want {
+    bool ta, tb, small_m;
+    const char* kernel;
+    const char* n_and_yk;  // template arguments after the type: N, Y k-contiguous
+  };
+  const Want wants[] = {
+      {false, false, false, "skinny_axpy", "3, 1"},  // X = A (m-contig), Y = B (k-contig)
+      {true, false, false, "skinny_dot", "3, 1"},    // X = A^T stored k-contiguous
+      {false, true, false, "skinny_axpy", "3, 0"},   // Y = B^T: n-contiguous
+      {true, true, false, "skinny_dot", "3, 0"},
+      {false, false, true, "skinny_dot", "3, 0"},  // X = B^T: B's columns are k-contiguous
+      {false, true, true, "skinny_axpy", "3, 0"},  // X = B (n x k stored): m-contiguous
+      {true, false, true, "skinny_dot", "3, 1"},   // Y = A^T: A^T's columns k-contiguous
+      {true, true, true, "skinny_axpy", "3, 1"},
+  };
+  for (const Want& w : wants) {
+    const Problem p =
+        gemm_skinny_problem("f32", w.ta, w.tb, w.small_m ? 3 : 5000, w.small_m ? 5000 : 3, 4096, 4);
+    const auto names = f.name_expressions(f.default_config(p, kH100), p);
+    ASSERT_FALSE(names.empty());
+    EXPECT_TRUE(contains(names[0], std::string("ktune::") + w.kernel + "<float, " + w.n_and_yk))
+        << p.key() << ": " << names[0];
+  }
+}
+
+TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
+  const Family& f = find_family("gemm_skinny");
+  for (const Problem& p : {gemm_skinny_problem("f32", false, false, 8192, 1, 8192, 4),
+                           gemm_skinny_problem("f32", true, false, 8192, 16, 8192, 4),
+                           gemm_skinny_problem("f64", false, true, 1, 8192, 8192, 2),
+                           gemm_skinny_problem("f32", false, false, 300, 5, 200000, 1)}) {
+    SearchSpace s(f, p, kH100);
+    ASSERT_GT(s.size(), 20u) << p.key();
+    const bool f32 = p.attr("dtype") == "f32";
+    const std::int64_t n = std::min(p.size("m"), p.size("n"));
+    bool any_split = false;
+    for (const Config& c : s.configs()) {
+      EXPECT_LE(c.at("VEC"), p.size("align")) << to_string(c);
+      EXPECT_LE(c.at("VEC") * (f32 ? 4 : 8), 16) << to_string(c);
+      const auto names = f.name_expressions(c, p);
+      const bool dot = contains(names[0], "skinny_dot");
+      if (dot) {
+        EXPECT_EQ(c.at("KWARPS"), 1) << to_string(c);
+        EXPECT_LE(c.at("ROWS") * n, f32 ? 64 : 32) << to_string(c);
+      } else {
+        EXPECT_EQ((c.at("THREADS") / 32) % c.at("KWARPS"), 0) << to_string(c);
+        EXPECT_LE(c.at("ROWS") * c.at("VEC") * n, f32 ? 64 : 32) << to_string(c);
+      }
+      EXPECT_EQ(names.size(), c.at("SPLITK") > 1 ? 2u : 1u) << to_string(c);
+      any_split |= c.at("SPLITK") > 1;
+    }
+    // A short side of 300 rows with k = 200000 leaves the GPU idle without splitting k; 8192 rows
+    // of a matrix-vector product (X m-contiguous: 64 to 1024 rows a block) may split as well.
+    if (p.size("k") == 200000) {
+      EXPECT_TRUE(any_split) << p.key();
+    }
+  }
+}
+
+TEST(GemmSkinny, DefaultIsValidForEveryProblemAndSplitsLongK) {
+  const Family& f = find_family("gemm_skinny");
+  for (const char* dtype : {"f32", "f64"})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (std::int64_t small : {1, 3, 16})
+          for (std::int64_t big : {1, 7, 129, 100000})
+            for (std::int64_t k : {1, 63, 5000, 1 << 20})
+              for (int align : {1, 2}) {
+                for (bool small_m : {false, true}) {
+                  const Problem p = gemm_skinny_problem(dtype, ta, tb, small_m ? small : big,
+                                                        small_m ? big : small, k, align);
+                  const Config c = f.default_config(p, kH100);
+                  ASSERT_EQ(f.reject(c, p, kH100), "") << p.key() << " " << to_string(c);
+                }
+              }
+  // 200 rows of k = 1M: the default splits k to give the GPU blocks enough.
+  const Problem long_k = gemm_skinny_problem("f32", true, false, 200, 4, 1 << 20, 4);
+  EXPECT_GT(f.default_config(long_k, kH100).at("SPLITK"), 1);
+  // 100000 rows: enough blocks without.
+  const Problem tall = gemm_skinny_problem("f32", true, false, 100000, 4, 4096, 4);
+  EXPECT_EQ(f.default_config(tall, kH100).at("SPLITK"), 1);
+}
+
+TEST(GemmSkinny, AdaptKeepsTheBlockAndSplitsForTheTarget) {
+  const Family& f = find_family("gemm_skinny");
+  // Tuned for a tall matrix-vector product (no split), asked for a short one with a long k.
+  const Problem tuned = gemm_skinny_problem("f32", true, false, 100000, 1, 4096, 4);
+  Config c = {{"THREADS", 256}, {"ROWS", 4},   {"VEC", 4},
+              {"KWARPS", 1},    {"UNROLL", 2}, {"SPLITK", 1}};
+  ASSERT_EQ(f.reject(c, tuned, kH100), "");
+  const Problem target = gemm_skinny_problem("f32", true, false, 300, 1, 1 << 20, 4);
+  const Config a = f.adapt(c, target, kH100);
+  EXPECT_EQ(f.reject(a, target, kH100), "") << to_string(a);
+  EXPECT_EQ(a.at("THREADS"), 256);
+  EXPECT_EQ(a.at("ROWS"), 4);
+  EXPECT_GT(a.at("SPLITK"), 1) << to_string(a);
+  // An unaligned target narrows the loads; one with 16 columns fewer rows per block (registers).
+  const Problem unaligned = gemm_skinny_problem("f32", true, false, 100000, 1, 4095, 1);
+  EXPECT_EQ(f.adapt(c, unaligned, kH100).at("VEC"), 1);
+  const Problem wide = gemm_skinny_problem("f32", true, false, 100000, 16, 4096, 4);
+  const Config w = f.adapt(c, wide, kH100);
+  EXPECT_EQ(f.reject(w, wide, kH100), "") << to_string(w);
+  EXPECT_LE(w.at("ROWS") * 16, 64);
+}
+
+// Real NVRTC: both kernels of every op and orientation with a split (and its reduction), sm_90.
+TEST(GemmSkinny, KernelsCompileWithNvrtc) {
+  const Family& f = find_family("gemm_skinny");
+  for (bool small_m : {false, true})
+    for (bool ta : {false, true}) {
+      const Problem p =
+          gemm_skinny_problem("f64", ta, !ta, small_m ? 5 : 200, small_m ? 200 : 5, 300000, 2);
+      const Config c = f.default_config(p, kH100);
+      ASSERT_GT(c.at("SPLITK"), 1) << p.key();  // 200 rows, 300000 deep: split
+      CompileResult r;
+      ASSERT_NO_THROW(r = compile(f.compile_request(c, p, "sm_90"))) << p.key();
+      ASSERT_EQ(r.lowered_names.size(), 2u);
+      EXPECT_FALSE(r.resources[0].spills()) << p.key();
+      EXPECT_EQ(f.reject_compiled(c, p, kH100, r.resources[0]), "") << p.key();
+    }
+}
+
+}  // namespace
+}  // namespace ktune
