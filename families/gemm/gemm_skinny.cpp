@@ -81,14 +81,14 @@ Skinny skinny_of(const Problem& p) {
 
 int dtype_bytes(const Problem& p) { return p.attr("dtype") == "f64" ? 8 : 4; }
 
-// k per split: whole multiples of 64 elements (packets stay aligned), and the splits that are
-// not empty.
+// k per split: whole multiples of 4 elements (the dot kernel's packets stay aligned), and the
+// splits that are not empty.
 struct KParts {
   std::int64_t per_split, splits;
 };
 KParts k_parts(std::int64_t k, std::int64_t split) {
   if (split <= 1) return {k, 1};
-  const std::int64_t per = ((k + split - 1) / split + 63) / 64 * 64;
+  const std::int64_t per = ((k + split - 1) / split + 3) / 4 * 4;
   return {per, (k + per - 1) / per};
 }
 
@@ -192,9 +192,11 @@ class GemmSkinnyFamily final : public Family {
     }
     const std::int64_t split = get(c, "SPLITK");
     if (split > 1) {
+      // Split k only where the rows leave the GPU short of warps (32 per SM hide the latency).
       const std::int64_t blocks = blocks_of(c, s);
-      if (blocks >= 2 * limits.sm_count) return "enough blocks without splitting k";
-      if (blocks * split > 16 * limits.sm_count) return "more splits than the GPU can use";
+      if (blocks * (threads / 32) >= 32 * limits.sm_count)
+        return "enough warps without splitting k";
+      if (blocks * split > 32 * limits.sm_count) return "more splits than the GPU can use";
       const KParts parts = k_parts(s.k, split);
       if (parts.splits != split) return "SPLITK leaves empty splits";
       const std::int64_t least = s.x_kcontig ? threads * vec : kwarps * 4;
@@ -251,18 +253,24 @@ class GemmSkinnyFamily final : public Family {
     return names;
   }
 
+  // Wide loads; for the dot kernel as many rows per block as half the registers' budget allows
+  // (Y, re-read by every block, then costs at most as much as X); k split to fill the GPU.
   Config default_config(const Problem& p, const DeviceLimits& limits) const override {
     const Skinny s = skinny_of(p);
     const int bytes = dtype_bytes(p);
+    std::int64_t rows = 1;
+    if (s.x_kcontig)
+      while (rows < 8 && rows * 2 * s.n <= (bytes == 4 ? 32 : 16) && rows * 2 < 2 * s.m) rows *= 2;
     Config c = {{"THREADS", s.x_kcontig ? 128 : 256},
-                {"ROWS", 1},
+                {"ROWS", rows},
                 {"VEC", std::min<std::int64_t>(p.size("align"), 16 / bytes)},
                 {"KWARPS", s.x_kcontig ? 1 : 2},
                 {"UNROLL", 2},
                 {"SPLITK", 1}};
-    // VEC and KWARPS down to what the problem allows (1 and 1 always fit).
+    // Down to what the problem allows (ROWS, VEC and KWARPS of 1 always fit).
     while (c["KWARPS"] > 1 && !reject(c, p, limits).empty()) c["KWARPS"] /= 2;
     while (c["VEC"] > 1 && !reject(c, p, limits).empty()) c["VEC"] /= 2;
+    while (c["ROWS"] > 1 && !reject(c, p, limits).empty()) c["ROWS"] /= 2;
     return fill_split(c, p, limits);
   }
 
@@ -277,12 +285,13 @@ class GemmSkinnyFamily final : public Family {
     c["SPLITK"] = split;
     return c;
   }
-  // The fewest k splits that give the GPU two blocks per SM, or the most that are valid.
+  // The fewest k splits that give the GPU 32 warps per SM (latency hidden by warps, each with
+  // its own loads in flight), or the most that are valid.
   Config fill_split(Config c, const Problem& p, const DeviceLimits& limits) const {
     Config best = with_split(c, 1);
-    const std::int64_t blocks = blocks_of(c, skinny_of(p));
+    const std::int64_t warps = blocks_of(c, skinny_of(p)) * (get(c, "THREADS") / 32);
     for (std::int64_t split : {2, 4, 8, 16, 32, 64}) {
-      if (blocks * (split / 2) >= 2 * limits.sm_count) break;
+      if (warps * (split / 2) >= 32 * limits.sm_count) break;
       Config v = with_split(c, split);
       if (reject(v, p, limits).empty()) best = v;
     }
