@@ -163,8 +163,8 @@ Row bench_gemm_shape(GemmBench& b, const std::string& dtype, const GemmShape& s,
                      std::vector<Row>& rows) {
   // The family the runtime runs the shape with: the skinny kernels where m or n is at most 16.
   const bool skinny = gemm_is_skinny(s.m, s.n);
-  const Problem problem = (skinny ? gemm_skinny_problem : gemm_problem)(
-      dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
+  const Problem problem =
+      gemm_call_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, dtype == "f32" ? 4 : 2);
   const Family& family = find_family(problem.family);
   auto workload = family.make_workload(problem, b.device, b.cache);
   const GemmCall call = gemm_workload_call(*workload);
@@ -686,8 +686,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       for (std::size_t i = 0; i < drawn.size(); ++i) {
         const GemmShape& s = drawn[i].shape;
         // The family the runtime runs the shape with (gemm_skinny where m or n <= 16).
-        const Problem problem = (gemm_is_skinny(s.m, s.n) ? gemm_skinny_problem : gemm_problem)(
-            d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
+        const Problem problem =
+            gemm_call_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
         const Family& family = find_family(problem.family);
         if (!common.quiet)
           std::cerr << "ktune bench: tuning " << d << " shape " << i + 1 << " of " << drawn.size()

@@ -86,9 +86,8 @@ Problem build_problem(const ProblemArgs& a) {
     const auto m = static_cast<std::int64_t>(s[0]), n = static_cast<std::int64_t>(s[1]),
                k = static_cast<std::int64_t>(s[2]);
     // A shape with m or n at most 16 is the skinny kernels' problem, as in Runtime::gemm.
-    Problem p = (gemm_is_skinny(m, n) ? gemm_skinny_problem : gemm_problem)(
-        a.dtype, a.gemm_op[0] == 't', a.gemm_op[1] == 't', m, n, k,
-        a.gemm_align ? a.gemm_align : widest);
+    Problem p = gemm_call_problem(a.dtype, a.gemm_op[0] == 't', a.gemm_op[1] == 't', m, n, k,
+                                  a.gemm_align ? a.gemm_align : widest);
     find_family(p.family).validate(p);
     return p;
   }

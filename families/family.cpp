@@ -33,6 +33,14 @@ std::vector<std::string> included_headers(const std::string& source) {
 
 }  // namespace
 
+std::string local_memory_reason(const FunctionResources& res) {
+  if (res.spills())
+    return "spills registers (" + std::to_string(res.spill_stores + res.spill_loads) + " bytes)";
+  if (res.stack_frame > 0)
+    return "uses local memory (" + std::to_string(res.stack_frame) + "-byte stack frame)";
+  return {};
+}
+
 SourceSet Family::sources() const {
   SourceSet s;
   s.name = source_file();

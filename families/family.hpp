@@ -181,6 +181,9 @@ class Family {
   mutable std::string hash_;
 };
 
+// Why a compiled kernel that spills registers or keeps a stack frame is refused, or "".
+std::string local_memory_reason(const FunctionResources& res);
+
 // Text of an embedded template file ("common.cuh"); throws Error(kInternal) if unknown.
 std::string template_source(const std::string& file);
 

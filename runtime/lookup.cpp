@@ -155,17 +155,13 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     };
     // 2. predicted: every usable winner of this device (of its architecture where this device
     //    has none), adapted, with its variants, ranked by the family's model.
-    if (predict)
+    if (predict) {
       if (auto r = predicted(best, same_device, family, problem, device)) return *r;
-    if (predict)
-      if (auto r = predicted(
-              best,
-              [&](const ResultRecord& row) {
-                return row.device.cc_major == limits.cc_major &&
-                       row.device.cc_minor == limits.cc_minor;
-              },
-              family, problem, device))
-        return *r;
+      auto same_arch = [&](const ResultRecord& row) {
+        return row.device.cc_major == limits.cc_major && row.device.cc_minor == limits.cc_minor;
+      };
+      if (auto r = predicted(best, same_arch, family, problem, device)) return *r;
+    }
     // 3. nearest tuned problem of this device
     if (auto r = nearest(LookupStep::kNearest, same_device)) return *r;
     // 4. the same compute capability on another device: nearest problem there

@@ -193,27 +193,19 @@ struct Runtime::Impl {
       return;
     }
     const int align = gemm_alignment(call);
-    const char* dtype = bytes == 4 ? "f32" : "f64";
-    if (gemm_is_skinny(call.m, call.n)) {
-      // n or m at most 16: the skinny kernels, which read the long operand once.
-      static const Family& skinny = find_family("gemm_skinny");
-      const CallKey key{4u << 24 | unsigned(bytes) << 16 | unsigned(call.trans_a) << 12 |
-                            unsigned(call.trans_b) << 8 | unsigned(align),
-                        call.m, call.n, call.k};
-      const Entry& e = resolve(key, skinny, [&] {
-        return gemm_skinny_problem(dtype, call.trans_a, call.trans_b, call.m, call.n, call.k,
-                                   align);
-      });
-      gemm_skinny_launch(*e.kernel, e.choice.config, device->limits(), call, stream);
-      return;
-    }
-    const CallKey key{1u << 24 | unsigned(bytes) << 16 | unsigned(call.trans_a) << 12 |
-                          unsigned(call.trans_b) << 8 | unsigned(align),
+    // n or m at most 16: the skinny kernels, which read the long operand once.
+    static const Family& skinny_family = find_family("gemm_skinny");
+    const bool skinny = gemm_is_skinny(call.m, call.n);
+    const CallKey key{(skinny ? 4u : 1u) << 24 | unsigned(bytes) << 16 |
+                          unsigned(call.trans_a) << 12 | unsigned(call.trans_b) << 8 |
+                          unsigned(align),
                       call.m, call.n, call.k};
-    const Entry& e = resolve(key, family, [&] {
-      return gemm_problem(dtype, call.trans_a, call.trans_b, call.m, call.n, call.k, align);
+    const Entry& e = resolve(key, skinny ? skinny_family : family, [&] {
+      return gemm_call_problem(bytes == 4 ? "f32" : "f64", call.trans_a, call.trans_b, call.m,
+                               call.n, call.k, align);
     });
-    gemm_launch(*e.kernel, e.choice.config, device->limits(), call, stream);
+    (skinny ? gemm_skinny_launch : gemm_launch)(*e.kernel, e.choice.config, device->limits(), call,
+                                                stream);
   }
 
   template <typename T>

@@ -386,10 +386,7 @@ class GemmFamily final : public Family {
 
   std::string reject_compiled(const Config& c, const Problem& p, const DeviceLimits& limits,
                               const FunctionResources& res) const override {
-    if (res.spills())
-      return "spills registers (" + std::to_string(res.spill_stores + res.spill_loads) + " bytes)";
-    if (res.stack_frame > 0)
-      return "uses local memory (" + std::to_string(res.stack_frame) + "-byte stack frame)";
+    if (std::string why = local_memory_reason(res); !why.empty()) return why;
     const Geometry g = geometry(c, p);
     const int per_warp = (res.registers * 32 + 255) / 256 * 256;
     if ((g.threads / 32) * per_warp > limits.regs_per_block)

@@ -60,6 +60,10 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
 bool gemm_is_skinny(std::int64_t m, std::int64_t n);
 Problem gemm_skinny_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
                             std::int64_t n, std::int64_t k, int align);
+// The problem Runtime::gemm runs a call as: gemm_skinny's where m or n is at most 16, else the
+// gemm family's (its `family` field names which).
+Problem gemm_call_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                          std::int64_t n, std::int64_t k, int align);
 const Family& gemm_skinny_family();
 void gemm_skinny_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
                         const GemmCall& call, CUstream stream);

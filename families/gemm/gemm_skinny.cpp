@@ -210,11 +210,7 @@ class GemmSkinnyFamily final : public Family {
 
   std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
                               const FunctionResources& res) const override {
-    if (res.spills())
-      return "spills registers (" + std::to_string(res.spill_stores + res.spill_loads) + " bytes)";
-    if (res.stack_frame > 0)
-      return "uses local memory (" + std::to_string(res.stack_frame) + "-byte stack frame)";
-    return {};
+    return local_memory_reason(res);
   }
 
   // A configuration from another problem: its block shape kept where this problem allows it, and
@@ -294,7 +290,10 @@ class GemmSkinnyFamily final : public Family {
   Config fill_split(Config c, const Problem& p, const DeviceLimits& limits) const {
     Config best = with_split(c, 1);
     const std::int64_t warps = blocks_of(c, skinny_of(p)) * (get(c, "THREADS") / 32);
-    for (std::int64_t split : {2, 4, 8, 16, 32, 64}) {
+    const auto splits = std::find_if(params_.begin(), params_.end(),
+                                     [](const Param& q) { return q.name == "SPLITK"; });
+    for (const std::int64_t split : splits->values) {
+      if (split <= 1) continue;
       if (warps * (split / 2) >= 32 * limits.sm_count) break;
       Config v = with_split(c, split);
       if (reject(v, p, limits).empty()) best = v;
@@ -319,6 +318,12 @@ Problem gemm_skinny_problem(const std::string& dtype, bool trans_a, bool trans_b
   Problem p = gemm_problem(dtype, trans_a, trans_b, m, n, k, align);
   p.family = "gemm_skinny";
   return p;
+}
+
+Problem gemm_call_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                          std::int64_t n, std::int64_t k, int align) {
+  return (gemm_is_skinny(m, n) ? gemm_skinny_problem : gemm_problem)(dtype, trans_a, trans_b, m, n,
+                                                                     k, align);
 }
 
 void gemm_skinny_launch(const Kernel& kernel, const Config& config, const DeviceLimits&,

@@ -148,6 +148,18 @@ void put_pinned(Database& db, const Device& device, const Problem& problem, cons
   db.put_result(r);
 }
 
+// A random sample of a space, briefly timed, without a progress line: the tuning runs of these
+// tests check what each candidate computes, not how fast.
+TuneOptions random_sample(std::size_t evals, int repeats, int warmup) {
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = evals;
+  o.timing.repeats = repeats;
+  o.timing.warmup = warmup;
+  o.progress = false;
+  return o;
+}
+
 class GemmGpu : public ::testing::Test {
  protected:
   Options defaults() {
@@ -217,12 +229,7 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
   Problem problem = gemm_problem("f32", false, true, 64, 96, 20000, 1);
   {
     Database db(path);
-    TuneOptions o;
-    o.strategy = "random";
-    o.max_evals = 60;
-    o.timing.repeats = 3;
-    o.timing.warmup = 1;
-    o.progress = false;
+    const TuneOptions o = random_sample(60, 3, 1);
     TuneSummary s = tune(db, ktune_held_device, family, problem, o);
     EXPECT_EQ(s.evaluated, 60u);
     for (const auto& r : db.results({})) {
@@ -440,12 +447,7 @@ TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {
   Database db(dir.file("t.db"));
   for (const char* dtype : {"f32", "f64"}) {
     Problem problem = gemm_problem(dtype, true, false, 257, 129, 300, 1);
-    TuneOptions o;
-    o.strategy = "random";
-    o.max_evals = 80;
-    o.timing.repeats = 2;
-    o.timing.warmup = 0;
-    o.progress = false;
+    const TuneOptions o = random_sample(80, 2, 0);
     TuneSummary s = tune(db, ktune_held_device, find_family("gemm"), problem, o);
     // Most of the sample fits the registers (tn with KCONTIG holds both operands' k-vectors and
     // spills at the larger tiles, which the tuner records as invalid).
@@ -495,8 +497,8 @@ TEST_F(GemmGpu, SkinnyShapesEveryOpLayoutAndOrientation) {
       c.beta = 0.25;
       run_case<float>(rt, c, ++seed);
       run_case<double>(rt, c, ++seed);
-      const Problem p = gemm_skinny_problem("f32", c.op_a == Op::kT, c.op_b == Op::kT, c.m, c.n,
-                                            c.k, 4);
+      const Problem p =
+          gemm_skinny_problem("f32", c.op_a == Op::kT, c.op_b == Op::kT, c.m, c.n, c.k, 4);
       EXPECT_GT(parse_config(rt.explain("gemm_skinny", p.key()).config).at("SPLITK"), 1);
     }
 }
@@ -515,12 +517,7 @@ TEST_F(GemmGpu, SkinnyTunedCandidatesVerifyAndRepeatBitForBit) {
   {
     Database db(path);
     for (const Problem& problem : problems) {
-      TuneOptions o;
-      o.strategy = "random";
-      o.max_evals = 40;
-      o.timing.repeats = 2;
-      o.timing.warmup = 0;
-      o.progress = false;
+      const TuneOptions o = random_sample(40, 2, 0);
       const TuneSummary s = tune(db, ktune_held_device, family, problem, o);
       EXPECT_GT(s.ok, 10u) << problem.key();
       ASSERT_TRUE(s.best) << problem.key();
