@@ -224,12 +224,20 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
     for (const Family* f : all_families())
       for (const auto& p : f->default_problems()) problems.emplace_back(f, p);
   } else {
+    const int widest = args.dtype == "f64" ? 2 : 4;
+    const int align = args.gemm_align ? args.gemm_align : widest;
     if (args.family == "gemm" && args.suite) {
-      const int widest = args.dtype == "f64" ? 2 : 4;
       for (const GemmShape& s : gemm_suite())
         problems.emplace_back(&find_family("gemm"),
-                              gemm_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k,
-                                           args.gemm_align ? args.gemm_align : widest));
+                              gemm_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, align));
+    } else if (args.family == "gemm" && !args.grid.empty()) {
+      for (const GemmGridShape& g : gemm_grid()) {
+        const bool skinny = std::string(g.kind) == "skinny";
+        if ((args.grid == "tiled" && skinny) || (args.grid == "skinny" && !skinny)) continue;
+        const GemmShape& s = g.shape;
+        Problem p = gemm_call_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, align);
+        problems.emplace_back(&find_family(p.family), std::move(p));
+      }
     } else {
       Problem p = build_problem(args);  // gemm: gemm_skinny's problem for a skinny shape
       problems.emplace_back(&find_family(p.family), std::move(p));

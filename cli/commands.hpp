@@ -53,6 +53,7 @@ struct ProblemArgs {
   std::string gemm_op = "nn";
   int gemm_align = 0;
   bool suite = false;  // tune the benchmark suite instead of one shape
+  std::string grid;    // tune the preset grid (all, tiled or skinny) instead of one shape
   // histogram (also n and align)
   std::string samples = "u8";
   int bins = 256;

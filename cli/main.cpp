@@ -271,6 +271,13 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
       ->capture_default_str();
   app->add_flag("--suite", p.suite,
                 "tune every shape of the benchmark suite (ktune bench gemm) for --dtype");
+  app->add_option("--grid", p.grid,
+                  "tune the shape grid the shipped presets were tuned on (docs/GEMM.md, \"The "
+                  "preset grid\") for --dtype: all of it, the tiled shapes alone or the skinny "
+                  "ones (m or n at most 16); with --max-evals/--max-seconds per shape")
+      ->expected(0, 1)
+      ->default_str("all")
+      ->check(CLI::IsMember({"all", "tiled", "skinny"}));
 }
 
 void add_tune_options(CLI::App* app, TuneArgs& t) {
@@ -414,12 +421,13 @@ int main(int argc, char** argv) {
   add_histogram_options(tune_hist, problem);
   auto* tune_gemm = add_family(
       "gemm",
-      "tune one GEMM shape (--shape, --op, --dtype) or the benchmark suite (--suite); a shape "
-      "with m or n at most 16 tunes the skinny kernels (family gemm_skinny), which the runtime "
-      "runs for it");
+      "tune one GEMM shape (--shape, --op, --dtype), the benchmark suite (--suite) or the "
+      "preset grid (--grid); a shape with m or n at most 16 tunes the skinny kernels (family "
+      "gemm_skinny), which the runtime runs for it");
   add_gemm_options(tune_gemm, problem);
   // The suite has its own shapes and ops.
   tune_gemm->get_option("--suite")->excludes("--shape")->excludes("--op");
+  tune_gemm->get_option("--grid")->excludes("--shape")->excludes("--op")->excludes("--suite");
   // Families of family files: one option per problem axis.
   std::vector<std::pair<CLI::App*, std::string>> tune_user;
   for (const ktune::Family* family : ktune::user_families()) {

@@ -74,6 +74,21 @@ for step in "${steps[@]}"; do
       run_step skinny-export "$KTUNE" db export --db "$sdb" --best --family gemm_skinny \
         -o "$OUT/skinny-presets.json"
       ;;
+    tune-grid)
+      # The preset grid (ktune tune gemm --grid; docs/GEMM.md, "The preset grid") for
+      # GRID_DTYPES, into a database of its own; the winners exported as JSON for db/presets
+      # (the database, holding binaries, is too large to bring back). GRID_CLASS: all, tiled or
+      # skinny.
+      gdb=$(mktemp -d)/grid.db
+      for d in ${GRID_DTYPES:-f32 f64}; do
+        run_step "tune-grid-$d" "$KTUNE" tune gemm --grid "${GRID_CLASS:-all}" --dtype "$d" \
+          --db "$gdb" --max-evals "${GRID_EVALS:-40}" --max-seconds "${GRID_SECONDS:-10}"
+      done
+      for f in gemm gemm_skinny; do
+        run_step "grid-export-$f" "$KTUNE" db export --db "$gdb" --best --family "$f" \
+          -o "$OUT/grid-presets-$f.json"
+      done
+      ;;
     anyshape-tuned)
       # A short tune per shape after the presets (compiles reused across shapes: the tuner's
       # binary cache), then timed again.

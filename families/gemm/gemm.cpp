@@ -787,6 +787,53 @@ std::vector<GemmShape> gemm_suite() {
           {4096, 4096, 4096, true, false},  {4096, 4096, 4096, true, true}};
 }
 
+std::vector<GemmGridShape> gemm_grid() {
+  constexpr bool N = false, T = true;
+  std::vector<GemmGridShape> grid = {
+      // Squares the suite lacks (it has 1000, 1024, 2048, 4095, 4096 and 8192).
+      {{256, 256, 256, N, N}, "square"},
+      {{2500, 2500, 2500, T, T}, "square"},
+      {{16384, 16384, 16384, N, T}, "square"},
+      // General: odd sizes between 128 and 12000, each op.
+      {{300, 600, 1100, N, N}, "general"},
+      {{128, 1024, 4096, N, T}, "general"},
+      {{1024, 128, 512, T, N}, "general"},
+      {{512, 512, 16384, T, T}, "general"},
+      {{2000, 200, 600, N, T}, "general"},
+      {{1024, 4096, 1024, T, N}, "general"},
+      {{3000, 700, 5000, T, T}, "general"},
+      {{6000, 1500, 6000, N, T}, "general"},
+      {{10000, 10000, 2000, N, N}, "general"},
+      // Tall and wide.
+      {{16384, 2048, 1024, T, N}, "tall-wide"},
+      {{96, 12000, 2000, T, T}, "tall-wide"},
+      {{20000, 200, 1000, N, T}, "tall-wide"},
+      // Small k: a short main loop, the tile's load and store of C dominate.
+      {{8192, 8192, 16, N, N}, "small-k"},
+      {{4096, 2048, 32, N, T}, "small-k"},
+      {{2048, 2048, 64, T, N}, "small-k"},
+      {{1024, 1024, 128, T, T}, "small-k"},
+      {{6000, 1500, 24, N, N}, "small-k"},
+      {{700, 3000, 200, T, N}, "small-k"},
+      {{400, 600, 100, N, T}, "small-k"},
+      // Huge k: few tiles, k split over the GPU.
+      {{32, 32, 65536, N, N}, "huge-k"},
+      {{24, 100, 400000, T, T}, "huge-k"},
+      {{128, 128, 1048576, N, T}, "huge-k"},
+      {{512, 512, 131072, T, N}, "huge-k"},
+      {{1000, 300, 200000, N, N}, "huge-k"},
+      {{64, 600, 40000, T, T}, "huge-k"},
+      {{200, 800, 600000, N, T}, "huge-k"},
+  };
+  // m or n at most 16 (the skinny kernels): matrix-vector and 8 columns, either side short,
+  // every op.
+  for (const GemmShape& s : {GemmShape{4096, 1, 4096, N, N}, GemmShape{1, 4096, 4096, N, N},
+                             GemmShape{4096, 8, 4096, N, N}, GemmShape{8, 4096, 4096, N, N}})
+    for (bool ta : {N, T})
+      for (bool tb : {N, T}) grid.push_back({{s.m, s.n, s.k, ta, tb}, "skinny"});
+  return grid;
+}
+
 namespace {
 
 // floor(sqrt(v)), digit by digit: integers only, usable in a constant expression.

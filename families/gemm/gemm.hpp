@@ -89,6 +89,17 @@ struct GemmShape {
 };
 std::vector<GemmShape> gemm_suite();
 
+// The shape grid the shipped presets are tuned on beside the suite (ktune tune gemm --grid;
+// docs/GEMM.md, "The preset grid"): squares 256 to 16384, tall and wide, small k (16 to 256),
+// huge k (to 2^20), odd sizes, m or n from 1 to 16, the four ops spread over them. The same
+// shapes for f32 and f64. `kind` is the part of the space a shape stands for: square, general,
+// tall-wide, small-k, huge-k or skinny (m or n <= 16: the skinny kernels, family gemm_skinny).
+struct GemmGridShape {
+  GemmShape shape;
+  const char* kind;
+};
+std::vector<GemmGridShape> gemm_grid();
+
 // The any-shape benchmark's draw (ktune bench gemm --random-shapes; docs/GEMM.md, "Random shapes
 // for the any-shape benchmark", gives the distribution): n shapes from std::mt19937_64 seeded
 // with `seed`, turned into shapes with integer arithmetic only, so that a seed gives the same

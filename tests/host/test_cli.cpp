@@ -115,6 +115,7 @@ TEST(Cli, NoDriverExitsThreeWithAClearMessage) {
                                              {"tune"},
                                              {"tune", "--device", "all"},
                                              {"tune", "gemm", "--device", "0,1"},
+                                             {"tune", "gemm", "--grid"},
                                              {"bench", "runtime"}}) {
     testing::TempDir dir;
     auto r = run_cli(args, "KTUNE_DB=" + dir.file("t.db"));

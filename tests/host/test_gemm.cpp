@@ -2,8 +2,10 @@
 // the any-shape benchmark's random shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include "families/family.hpp"
@@ -214,6 +216,73 @@ TEST(GemmSuite, MatchesTheIssue) {
   int four_ops = 0;
   for (const auto& s : suite) four_ops += s.m == 4096 && s.n == 4096 && s.k == 4096;
   EXPECT_EQ(four_ops, 4);
+}
+
+// The preset grid covers what issue 23 asks of it, every shape a valid problem of the family the
+// runtime sends it to, within an H100's memory with the verified workload's reference.
+TEST(GemmGrid, CoversTheSpaceTheIssueAsksFor) {
+  const auto grid = gemm_grid();
+  std::map<std::string, std::set<std::string>> ops;  // kind -> ops
+  std::int64_t square_lo = 1 << 30, square_hi = 0, small_k_lo = 1 << 30, small_k_hi = 0,
+               huge_k_hi = 0, short_side_lo = 1 << 30, short_side_hi = 0;
+  int odd = 0;
+  std::set<std::string> keys;
+  for (const auto& g : grid) {
+    const GemmShape& s = g.shape;
+    const std::string kind = g.kind;
+    const std::string op = std::string(s.trans_a ? "t" : "n") + (s.trans_b ? "t" : "n");
+    ops[kind].insert(op);
+    const std::int64_t short_side = std::min(s.m, s.n);
+    EXPECT_EQ(kind == "skinny", gemm_is_skinny(s.m, s.n)) << s.m << "x" << s.n << "x" << s.k;
+    if (kind == "square") {
+      EXPECT_TRUE(s.m == s.n && s.n == s.k);
+      square_lo = std::min(square_lo, s.m);
+      square_hi = std::max(square_hi, s.m);
+    }
+    if (kind == "small-k") {
+      small_k_lo = std::min(small_k_lo, s.k);
+      small_k_hi = std::max(small_k_hi, s.k);
+    }
+    if (kind == "huge-k") {
+      EXPECT_GE(s.k, 32768);
+      huge_k_hi = std::max(huge_k_hi, s.k);
+    }
+    if (kind == "skinny") {
+      short_side_lo = std::min(short_side_lo, short_side);
+      short_side_hi = std::max(short_side_hi, short_side);
+    }
+    odd += s.m % 2 || s.n % 2 || s.k % 2 || s.m % 64 || s.n % 64;
+    for (const char* dtype : {"f32", "f64"}) {
+      const int bytes = std::string(dtype) == "f32" ? 4 : 8;
+      const Problem p =
+          gemm_call_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, bytes == 4 ? 4 : 2);
+      EXPECT_EQ(p.family, kind == "skinny" ? "gemm_skinny" : "gemm") << p.key();
+      EXPECT_NO_THROW(find_family(p.family).validate(p)) << p.key();
+      EXPECT_TRUE(keys.insert(p.family + " " + p.key()).second) << "twice: " << p.key();
+      // A, B and C, and the reference (two doubles per element of C), within 16 GiB.
+      const double need = double(bytes) * (s.m * s.k + s.k * s.n + s.m * s.n) + 16.0 * s.m * s.n;
+      EXPECT_LE(need, 16.0 * (1 << 30)) << p.key();
+    }
+  }
+  for (const char* kind : {"square", "general", "tall-wide", "small-k", "huge-k", "skinny"})
+    EXPECT_TRUE(ops.count(kind)) << kind;
+  // The squares with the suite's: 256 to 16384.
+  EXPECT_EQ(square_lo, 256);
+  EXPECT_EQ(square_hi, 16384);
+  EXPECT_EQ(small_k_lo, 16);
+  EXPECT_EQ(small_k_hi, 200);  // and the suite's 4096 x 4096 x 256
+  EXPECT_EQ(huge_k_hi, 1 << 20);
+  EXPECT_EQ(short_side_lo, 1);
+  EXPECT_GE(short_side_hi, 8);
+  EXPECT_GE(odd, 10);
+  // Every op in each part of the space that has more than one shape per op.
+  for (const char* kind : {"general", "small-k", "huge-k", "skinny"})
+    EXPECT_EQ(ops[kind].size(), 4u) << kind;
+  // None of the suite's shapes again: their presets come from the suite.
+  for (const auto& s : gemm_suite())
+    for (const auto& g : grid)
+      EXPECT_FALSE(g.shape.m == s.m && g.shape.n == s.n && g.shape.k == s.k &&
+                   g.shape.trans_a == s.trans_a && g.shape.trans_b == s.trans_b);
 }
 
 // The documented distribution (docs/GEMM.md, "Random shapes for the any-shape benchmark"),
