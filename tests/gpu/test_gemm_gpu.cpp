@@ -247,7 +247,8 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
   EXPECT_EQ(rt.explain("gemm", problem.key()).step, LookupStep::kCache);
 }
 
-// Split-K pinned for one odd problem (edge tiles in m and n, splits of 1256 or 640): the partial
+// Split-K pinned for one odd problem (edge tiles in m and n, splits of 1256, 640 or 80, the last
+// of those leaving the 64th split empty): the partial
 // sums and their reduction verify with beta and over NaN in C, for f32 and f64 on the FMA units and
 // the tensor cores, and give the same bits run after run.
 TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
@@ -266,6 +267,13 @@ TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
       {"f64",
        "BK=8,BM=128,BN=64,MMA=0,PAD=4,PREFETCH=1,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=64,WNITER=2"},
+      // 64 splits of 80 (whole k-tiles) cover 5000 in 63: the launch runs those.
+      {"f32",
+       "BK=8,BM=128,BN=128,MMA=0,PAD=0,PREFETCH=1,SPLITK=64,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=64,WN=64,WNITER=2"},
+      {"f64",
+       "BK=8,BM=64,BN=128,MMA=2,PAD=4,PREFETCH=0,SPLITK=64,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=1"},
   };
   std::uint64_t seed = 9000;
   for (const Pin& pin : pins) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -142,7 +143,7 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
 TEST(GemmSpace, KcontigOnlyWhereAnOperandIsKContiguousInMemory) {
   const Family& f = find_family("gemm");
   const DeviceLimits lim = DeviceLimits::for_arch(9, 0);
-  Config c = f.default_config(gemm_problem("f32", false, false, 4096, 4096, 4096, 4), lim);
+  Config c = f.default_config(gemm_problem("f32", false, true, 4096, 4096, 4096, 4), lim);
   c["PREFETCH"] = 0, c["PAD"] = 4, c["VEC"] = 4;
   for (std::int64_t kc : {2, 4}) {
     c["KCONTIG"] = kc;
@@ -208,6 +209,24 @@ TEST(GemmSpace, DefaultSplitsALongKOverFewTiles) {
     }
   const Problem square = gemm_problem("f64", false, false, 4096, 4096, 4096, 2);
   EXPECT_EQ(f.default_config(square, lim).at("SPLITK"), 1);
+}
+
+// Whole k-tiles per split: 63819 in 128 splits of 504 leaves the last one empty, 5000 in 64 of 80
+// the last one too. Such counts are valid (the launch runs the splits that are not empty): the
+// 24 x 26 x 63819 C, one tile, reaches 256 splits.
+TEST(GemmSpace, ASplitThatRoundingLeavesAFewSplitsShortIsValid) {
+  const Family& f = find_family("gemm");
+  const DeviceLimits lim = DeviceLimits::for_arch(9, 0);
+  Config c = f.default_config(gemm_problem("f32", false, true, 4096, 4096, 4096, 4), lim);
+  for (auto [m, n, k, split] : {std::array<std::int64_t, 4>{24, 26, 63819, 128},
+                                std::array<std::int64_t, 4>{24, 26, 63819, 256},
+                                std::array<std::int64_t, 4>{200, 150, 5000, 64}}) {
+    const Problem p = gemm_problem("f32", false, true, m, n, k, 4);
+    c["SPLITK"] = split;
+    EXPECT_EQ(f.reject(c, p, lim), "") << p.key() << " SPLITK=" << split;
+  }
+  EXPECT_EQ(f.default_config(gemm_problem("f32", false, true, 24, 26, 63819, 4), lim).at("SPLITK"),
+            256);
 }
 
 TEST(GemmSuite, MatchesTheIssue) {
