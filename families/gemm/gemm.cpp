@@ -431,19 +431,8 @@ class GemmFamily final : public Family {
     const double per_step = loop_ms / was.sm_steps;
     double ms = kLaunchMs + std::max(will.sm_steps * per_step, will.dram_bytes / bandwidth * 1e3) +
                 side_ms(will);
-    // Measured on another op: its loads differ; keep a margin for what was not measured. On the
-    // FMA units (f32) each operand stored the other way (m- or n-contiguous against k-contiguous:
-    // a transposed store into shared memory the measurement did not have) costs more: on the
-    // H100 at 0f3c2e0, over 256 shapes of seeds 20261126 and 20261127, f32 winners of nt shapes
-    // ran 1.32 x their prediction's margin slower on tn shapes (both operands the other way), 1.18
-    // on tt and 1.09 on nn (one of them); f64 (the tensor cores) showed no such pattern.
-    const std::string& from = tuned.attr("op");
-    const std::string& to = target.attr("op");
-    if (from != to) {
-      ms *= 1.1;
-      if (dtype_bytes(target.attr("dtype")) == 4)
-        ms *= std::pow(1.15, (from[0] != to[0]) + (from[1] != to[1]));
-    }
+    // Measured on another op: its loads differ; keep a margin for what was not measured.
+    if (tuned.attr("op") != target.attr("op")) ms *= 1.1;
     return ms;
   }
 
