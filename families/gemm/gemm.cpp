@@ -806,6 +806,20 @@ std::vector<GemmGridShape> gemm_grid() {
       {{3000, 700, 5000, T, T}, "general"},
       {{6000, 1500, 6000, N, T}, "general"},
       {{10000, 10000, 2000, N, N}, "general"},
+      // More of them where the model did worst on f32 at 0f3c2e0 (general tn 0.75, tt 0.80 x
+      // cuBLAS over seeds 20261126 to 28): both operands or A stored k-contiguous.
+      {{700, 700, 700, T, N}, "general"},
+      {{1500, 3000, 800, T, N}, "general"},
+      {{4000, 1000, 2000, T, N}, "general"},
+      {{200, 5000, 3000, T, N}, "general"},
+      {{6000, 6000, 1200, T, N}, "general"},
+      {{500, 1200, 9000, T, T}, "general"},
+      {{2000, 2000, 300, T, T}, "general"},
+      {{8000, 400, 700, T, T}, "general"},
+      {{9000, 3000, 9000, T, T}, "general"},
+      {{150, 300, 2000, N, N}, "general"},
+      {{3500, 3500, 8000, N, N}, "general"},
+      {{900, 12000, 500, N, T}, "general"},
       // Tall and wide.
       {{16384, 2048, 1024, T, N}, "tall-wide"},
       {{96, 12000, 2000, T, T}, "tall-wide"},
@@ -818,6 +832,11 @@ std::vector<GemmGridShape> gemm_grid() {
       {{6000, 1500, 24, N, N}, "small-k"},
       {{700, 3000, 200, T, N}, "small-k"},
       {{400, 600, 100, N, T}, "small-k"},
+      {{3000, 5000, 48, T, N}, "small-k"},
+      {{12000, 900, 120, T, N}, "small-k"},
+      {{500, 9000, 20, T, T}, "small-k"},
+      {{9000, 9000, 160, T, T}, "small-k"},
+      {{2500, 700, 40, N, N}, "small-k"},
       // Huge k: few tiles, k split over the GPU.
       {{32, 32, 65536, N, N}, "huge-k"},
       {{24, 100, 400000, T, T}, "huge-k"},
