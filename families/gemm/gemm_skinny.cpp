@@ -223,8 +223,13 @@ class GemmSkinnyFamily final : public Family {
     const int bytes = dtype_bytes(p);
     c["VEC"] = std::min<std::int64_t>({c["VEC"], p.size("align"), 16 / bytes});
     if (s.x_kcontig) c["KWARPS"] = 1;
-    while (c["ROWS"] > 1 && reject(with_split(c, 1), p, limits).find("rows") != std::string::npos)
-      c["ROWS"] /= 2;
+    // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
+    // the registers (a winner of N = 8 with 8 rows for N = 13: 4 rows).
+    auto too_many_rows = [&] {
+      const std::string why = reject(with_split(c, 1), p, limits);
+      return why.find("rows") != std::string::npos || why.find("sums") != std::string::npos;
+    };
+    while (c["ROWS"] > 1 && too_many_rows()) c["ROWS"] /= 2;
     if (!s.x_kcontig)
       while (c["KWARPS"] > 1 && !reject(with_split(c, 1), p, limits).empty()) c["KWARPS"] /= 2;
     return fill_split(c, p, limits);

@@ -150,6 +150,19 @@ TEST(GemmSkinny, AdaptKeepsTheBlockAndSplitsForTheTarget) {
   const Config w = f.adapt(c, wide, kH100);
   EXPECT_EQ(f.reject(w, wide, kH100), "") << to_string(w);
   EXPECT_LE(w.at("ROWS") * 16, 64);
+  // A winner of N = 8 with 8 rows a block (8 x 8 sums a thread) asked for N = 13: 4 rows, not a
+  // refusal that left the lookup with a matrix-vector winner (13 x 1694 x 2112 ran at 0.25 x
+  // cuBLAS on the H100 that way, d7b37fe).
+  const Problem eight = gemm_skinny_problem("f32", false, false, 8, 4096, 4096, 4);
+  Config r = {{"THREADS", 128}, {"ROWS", 8},   {"VEC", 1},
+              {"KWARPS", 1},    {"UNROLL", 1}, {"SPLITK", 1}};
+  ASSERT_EQ(f.reject(r, eight, kH100), "");
+  const Problem thirteen = gemm_skinny_problem("f32", false, false, 13, 1694, 2112, 4);
+  ASSERT_NE(f.reject(r, thirteen, kH100), "");
+  const Config t = f.adapt(r, thirteen, kH100);
+  EXPECT_EQ(f.reject(t, thirteen, kH100), "") << to_string(t);
+  EXPECT_EQ(t.at("ROWS"), 4) << to_string(t);
+  EXPECT_EQ(t.at("THREADS"), 128);
 }
 
 // Real NVRTC: both kernels of every op and orientation with a split (and its reduction), sm_90.
