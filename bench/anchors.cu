@@ -3,6 +3,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "bench/cublas_dyn.hpp"  // cuBLAS through pointers loaded on first use
+
 #include <cub/device/device_histogram.cuh>
 #include <algorithm>
 #include <cstdio>
