@@ -8,6 +8,7 @@
 #include <vector>
 
 namespace ktune {
+struct KernelTunerImport;
 class Database;
 struct Problem;
 struct DeviceLimits;
@@ -136,6 +137,8 @@ int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
 int cmd_db_export(const Common& common, const std::string& family, bool all, bool best,
                   const std::string& output);
 int cmd_db_import(const Common& common, const std::string& file, bool shipped);
+int cmd_db_import_kerneltuner(const Common& common, const std::string& file,
+                              const KernelTunerImport& options);
 int cmd_db_merge(const Common& common, const std::string& other);
 int cmd_db_prune(const Common& common, bool stale);
 int cmd_db_check(const Common& common);

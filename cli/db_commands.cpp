@@ -99,6 +99,24 @@ int cmd_db_import(const Common& common, const std::string& file, bool shipped) {
   return kExitOk;
 }
 
+int cmd_db_import_kerneltuner(const Common& common, const std::string& file,
+                              const KernelTunerImport& options) {
+  // The whole cache is read, converted and checked before the database is opened (or created).
+  ImportSource import = read_kerneltuner(file, options);
+  const std::size_t skipped = import.parsed.skipped;
+  WriteTarget target(common);
+  ImportSummary s = write_import(target.db(), std::move(import));
+  target.done();
+  std::cout << "imported Kernel Tuner cache " << file << " into " << target.db().path() << " as "
+            << options.family << " " << options.problem << ": " << s.entries << " configuration"
+            << (s.entries == 1 ? "" : "s") << "; " << counts_text(s.written);
+  if (skipped)
+    std::cout << "; " << skipped << " Kernel Tuner failure" << (skipped == 1 ? "" : "s")
+              << " of configurations " << options.family << " refuses anyway not recorded";
+  std::cout << "\n";
+  return kExitOk;
+}
+
 int cmd_db_merge(const Common& common, const std::string& other) {
   // The other database is read and every row checked before this one is opened (or created).
   MergeSource source = read_merge_source(other, common.resolved_db());

@@ -15,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "db/exchange.hpp"
 #include "families/file_family.hpp"
 #include "families/registry.hpp"
 #include "ktune/error.hpp"
@@ -691,6 +692,44 @@ int main(int argc, char** argv) {
       "(device, family, template, problem, configuration) the better row stays: your own\n"
       "results over shipped ones, ok over failed, then the lower median time. Imported rows\n"
       "record the file they came from."));
+  auto* db_kt = db_cmd->add_subcommand(
+      "import-kerneltuner",
+      "import a Kernel Tuner cache file (tune_kernel(..., cache=FILE)) as results of a family "
+      "whose parameters match");
+  add_common(db_kt, common, false);
+  ktune::KernelTunerImport kt;
+  std::string kt_cc;
+  std::vector<std::string> kt_rename;
+  db_kt->add_option("file", db_file, "the Kernel Tuner cache file (JSON)")->required();
+  db_kt->add_option("--family", kt.family, "the ktune family (with --family-file for your own)")
+      ->required();
+  db_kt
+      ->add_option("--problem", kt.problem,
+                   "the family's problem the cache was tuned on, as a key "
+                   "(ktune params FAMILY lists the axes), e.g. 'cols=8192;dtype=f32;rows=8192'")
+      ->required();
+  db_kt
+      ->add_option("--cc", kt_cc,
+                   "the GPU's compute capability, e.g. 9.0 (Kernel Tuner does not "
+                   "record it)")
+      ->required();
+  db_kt->add_option("--sms", kt.sm_count, "the GPU's SM count, e.g. 132 for an H100 SXM")
+      ->required()
+      ->check(CLI::Range(1, 100000));
+  db_kt->add_option("--gpu", kt.device_name,
+                    "the GPU's name as ktune devices prints it (default: the cache's device_name)");
+  db_kt
+      ->add_option("--rename", kt_rename,
+                   "KT=OURS: the cache's parameter KT is the family's OURS (repeatable)")
+      ->allow_extra_args(false);
+  db_kt->footer(db_footer(
+      "Each configuration of the cache becomes a result of the family's current template for the\n"
+      "problem on that GPU: its times (the \"times\" list: min, median, max) and the family's\n"
+      "metric from them; InvalidConfig, CompilationFailedConfig and RuntimeFailedConfig become\n"
+      "invalid, compile_error and launch_error (those the family refuses anyway are not\n"
+      "recorded). Every result is checked like a JSON import (parameters and values, the family's\n"
+      "constraints on that GPU) before anything is written; the first failure names the cache key\n"
+      "and field. Lookups then answer with the best of them on that GPU (Runtime::launch)."));
   auto* db_merge =
       db_cmd->add_subcommand("merge", "merge another ktune database, keeping the better results");
   add_common(db_merge, common, false);
@@ -812,6 +851,31 @@ int main(int argc, char** argv) {
       code = cmd_db_export(common, db_family, db_all, db_best, db_output);
     } else if (db_import->parsed()) {
       code = cmd_db_import(common, db_file, db_shipped);
+    } else if (db_kt->parsed()) {
+      const auto dot = kt_cc.find('.');
+      auto digits = [](const std::string& t) {
+        return !t.empty() && t.size() <= 2 &&
+               t.find_first_not_of("0123456789") == std::string::npos;
+      };
+      if (dot == std::string::npos || !digits(kt_cc.substr(0, dot)) ||
+          !digits(kt_cc.substr(dot + 1)) || kt_cc.size() - dot - 1 != 1)
+        throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                           "--cc: '" + kt_cc + "' is not a compute capability like 9.0");
+      kt.cc_major = std::stoi(kt_cc.substr(0, dot));
+      kt.cc_minor = std::stoi(kt_cc.substr(dot + 1));
+      if (kt.cc_major < 1)
+        throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                           "--cc: '" + kt_cc + "' is not a compute capability like 9.0");
+      for (const auto& r : kt_rename) {
+        const auto eq = r.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == r.size())
+          throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                             "--rename: '" + r + "' is not KT=OURS");
+        if (!kt.rename.emplace(r.substr(0, eq), r.substr(eq + 1)).second)
+          throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                             "--rename: " + r.substr(0, eq) + " renamed twice");
+      }
+      code = cmd_db_import_kerneltuner(common, db_file, kt);
     } else if (db_merge->parsed()) {
       code = cmd_db_merge(common, db_other);
     } else if (db_prune->parsed()) {

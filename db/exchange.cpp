@@ -612,6 +612,169 @@ ImportSummary write_import(Database& db, ImportSource import) {
   return s;
 }
 
+ImportSource read_kerneltuner(const std::string& path, const KernelTunerImport& o) {
+  const std::string what = "import-kerneltuner " + path;
+  ImportSource out = parse_kerneltuner(read_document(path, what), what, o);
+  out.source = "kerneltuner:" + absolute(path);
+  return out;
+}
+
+ImportSource parse_kerneltuner(std::string_view text, const std::string& what,
+                               const KernelTunerImport& o) {
+  const Json doc = parse_json(text, what);
+  if (!doc.is_object() || !doc.contains("cache") || !doc["cache"].is_object())
+    invalid(what + ": not a Kernel Tuner cache file (a JSON object with \"cache\", written by " +
+            "tune_kernel(..., cache=FILE))");
+  const Family& family = find_family(o.family);
+  const Problem problem = family.parse_problem(o.problem);
+  std::string device = o.device_name;
+  if (device.empty()) {
+    if (!doc.contains("device_name") || !doc["device_name"].is_string())
+      invalid(what + ": device_name: missing; give the GPU's name (--gpu)");
+    device = doc["device_name"].get<std::string>();
+  }
+  if (!doc.contains("tune_params_keys") || !doc["tune_params_keys"].is_array())
+    invalid(what + ": tune_params_keys: missing or not a list of parameter names");
+  // Kernel Tuner's parameter names, renamed to the family's; every one must be the family's and
+  // every parameter of the family must be set.
+  std::vector<std::pair<std::string, std::string>> names;  // Kernel Tuner's, the family's
+  std::set<std::string> mapped;
+  std::string known;
+  for (const auto& p : family.params()) known += (known.empty() ? "" : ", ") + p.name;
+  for (const auto& k : doc["tune_params_keys"]) {
+    if (!k.is_string()) invalid(what + ": tune_params_keys: a name that is not a string");
+    const std::string kt = k.get<std::string>();
+    auto it = o.rename.find(kt);
+    const std::string ours = it == o.rename.end() ? kt : it->second;
+    const bool ok = std::any_of(family.params().begin(), family.params().end(),
+                                [&](const Param& p) { return p.name == ours; });
+    if (!ok)
+      invalid(what + ": parameter " + kt + (ours == kt ? "" : " (renamed " + ours + ")") +
+              " is not one of " + family.name() + "'s (" + known + "); rename it with --rename " +
+              kt + "=NAME");
+    if (!mapped.insert(ours).second) invalid(what + ": two parameters map to " + ours);
+    names.emplace_back(kt, ours);
+  }
+  for (const auto& [from, to] : o.rename)
+    if (std::none_of(names.begin(), names.end(), [&](const auto& n) { return n.first == from; }))
+      invalid(what + ": --rename " + from + "=" + to + ": the cache has no parameter " + from);
+  for (const auto& p : family.params())
+    if (!mapped.count(p.name))
+      invalid(what + ": the cache does not set " + family.name() + "'s parameter " + p.name);
+
+  const auto work = family.work_of(problem, DeviceLimits::for_arch(o.cc_major, o.cc_minor));
+  if (!work)
+    invalid(what + ": family " + family.name() + " cannot compute its metric without a GPU; " +
+            "Kernel Tuner results import into family files' families and gemm");
+  const std::string unit = family.metric_unit();
+  // Kernel Tuner's failures, stored in place of the time.
+  const std::map<std::string, std::string> failures = {
+      {"InvalidConfig", status::kInvalid},
+      {"CompilationFailedConfig", status::kCompileError},
+      {"RuntimeFailedConfig", status::kLaunchError}};
+  DeviceLimits limits = DeviceLimits::for_arch(o.cc_major, o.cc_minor);
+  limits.sm_count = o.sm_count;
+  Json results = Json::array();
+  std::vector<std::string> keys;  // the cache key of each result, for the errors
+  std::size_t skipped = 0;
+  for (const auto& [key, entry] : doc["cache"].items()) {
+    const std::string at = what + ": cache[\"" + key + "\"]";
+    if (!entry.is_object()) invalid(at + ": not an object");
+    Json parameters = Json::object();
+    for (const auto& [kt, ours] : names) {
+      if (!entry.contains(kt)) invalid(at + ": " + kt + ": missing");
+      const Json& v = entry[kt];
+      if (!v.is_number_integer())
+        invalid(at + ": " + kt + ": " + v.dump() + " is not an integer (ktune's parameters are)");
+      parameters[ours] = v;
+    }
+    Json e;
+    e["device"] = {{"name", device},
+                   {"cc_major", o.cc_major},
+                   {"cc_minor", o.cc_minor},
+                   {"sm_count", o.sm_count}};
+    e["family"] = family.name();
+    e["template_hash"] = family.template_hash();
+    e["problem"] = problem.key();
+    e["parameters"] = parameters;
+    if (!entry.contains("time")) invalid(at + ": time: missing");
+    const Json& time = entry["time"];
+    if (time.is_string()) {
+      auto f = failures.find(time.get<std::string>());
+      if (f == failures.end())
+        invalid(at + ": time: '" + time.get<std::string>() + "' is neither a time nor one of " +
+                "Kernel Tuner's failures (InvalidConfig, CompilationFailedConfig, " +
+                "RuntimeFailedConfig)");
+      // A configuration Kernel Tuner could not run that the family refuses too (a value it does
+      // not have, a constraint): nothing to record.
+      Config c;
+      for (const auto& [name, v] : parameters.items()) c[name] = v.get<std::int64_t>();
+      std::string refused;
+      try {
+        family.check_config(c);
+        refused = family.reject(c, problem, limits);
+      } catch (const Error& err) {
+        refused = err.what();
+      }
+      if (!refused.empty()) {
+        ++skipped;
+        continue;
+      }
+      e["status"] = f->second;
+      e["message"] = "Kernel Tuner: " + f->first;
+    } else {
+      if (!time.is_number()) invalid(at + ": time: not a number");
+      std::vector<double> times;
+      if (entry.contains("times") && entry["times"].is_array())
+        for (const auto& t : entry["times"]) {
+          if (!t.is_number()) invalid(at + ": times: a value that is not a number");
+          times.push_back(t.get<double>());
+        }
+      if (times.empty()) times.push_back(time.get<double>());
+      std::sort(times.begin(), times.end());
+      const std::size_t n = times.size();
+      const double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+      e["status"] = status::kOk;
+      e["time_min_ms"] = times.front();
+      e["time_median_ms"] = median;
+      e["time_max_ms"] = times.back();
+      e["repeats"] = n;
+      e["metric"] = metric_of(*work, median, unit);
+      e["unit"] = unit;
+      if (entry.contains("compile_time") && entry["compile_time"].is_number() &&
+          entry["compile_time"].get<double>() >= 0)
+        e["compile_ms"] = entry["compile_time"].get<double>();
+    }
+    if (entry.contains("timestamp") && entry["timestamp"].is_string())
+      e["created_at"] = entry["timestamp"].get<std::string>().substr(0, 64);
+    results.push_back(std::move(e));
+    keys.push_back(key);
+  }
+  if (results.empty())
+    invalid(what + ": the cache holds no configuration " + family.name() + " can run");
+  Json converted = {{"format", kExchangeFormat}, {"version", kExchangeVersion}};
+  converted["results"] = std::move(results);
+  ImportSource out;
+  try {
+    // Text cut to a field's length may end inside a UTF-8 sequence: replaced, not thrown.
+    out.parsed =
+        parse_results(converted.dump(-1, ' ', false, Json::error_handler_t::replace), what);
+  } catch (const Error& e) {
+    // "results[i]" is the converted document's: name the cache's key instead.
+    std::string message = e.what();
+    const std::string mark = what + ": results[";
+    if (message.rfind(mark, 0) == 0) {
+      const std::size_t end = message.find(']', mark.size());
+      const std::size_t i = std::stoul(message.substr(mark.size(), end - mark.size()));
+      message = what + ": cache[\"" + keys.at(i) + "\"]" + message.substr(end + 1);
+    }
+    throw Error(e.code(), message);
+  }
+  out.parsed.entries += skipped;
+  out.parsed.skipped = skipped;
+  return out;
+}
+
 ImportSummary import_file(Database& db, const std::string& path, bool shipped) {
   return write_import(db, read_import(path, shipped));
 }

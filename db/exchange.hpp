@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +50,8 @@ struct ParsedResults {
   std::size_t seeds = 0;
   // Entries still in flight where they were exported: no outcome, not imported.
   std::size_t in_flight = 0;
+  // Kernel Tuner failures of configurations the family refuses as well: nothing to record.
+  std::size_t skipped = 0;
 };
 
 // Parses and validates the whole document. Throws Error(kInvalidArgument) starting with `what`
@@ -80,6 +83,26 @@ struct ImportSource {
 };
 ImportSource read_import(const std::string& path, bool shipped);
 ImportSummary write_import(Database& db, ImportSource import);
+
+// Kernel Tuner's cache file (`tune_kernel(..., cache=FILE)`, the JSON Kernel Tuner appends each
+// measured configuration to) as an import for a ktune family whose parameters match: one entry
+// per configuration, checked like any import (parameters and values, the family's constraints for
+// the device, the problem), so that Kernel Tuner users deploy their tuning through ktune's
+// runtime. Kernel Tuner records neither the compute capability nor the SM count: the caller
+// gives them.
+struct KernelTunerImport {
+  std::string family;       // the ktune family (a family file's, usually)
+  std::string problem;      // the family's problem key the cache was tuned on
+  std::string device_name;  // empty: the cache's device_name
+  int cc_major = 0, cc_minor = 0, sm_count = 0;
+  std::map<std::string, std::string> rename;  // Kernel Tuner parameter -> the family's parameter
+};
+// Reads and checks the cache; nothing is written. Errors (Error(kInvalidArgument)) name the file,
+// the configuration's key in the cache and the field.
+ImportSource read_kerneltuner(const std::string& path, const KernelTunerImport& options);
+// The same for the text of a cache (errors start with `what`); source left empty.
+ImportSource parse_kerneltuner(std::string_view text, const std::string& what,
+                               const KernelTunerImport& options);
 
 struct MergeSummary {
   std::size_t rows = 0, stale = 0, in_flight = 0;

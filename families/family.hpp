@@ -67,6 +67,9 @@ struct LaunchPlan {
   std::vector<Argument> arguments;
 };
 
+// metric = work / time in the family's unit (GB/s: 1e9 bytes per second; TFLOPS: 1e12 flop/s).
+double metric_of(double work, double median_ms, const std::string& unit);
+
 class Family {
  public:
   virtual ~Family() = default;
@@ -76,6 +79,13 @@ class Family {
   virtual std::string source_file() const = 0;  // e.g. "elementwise.cuh"
   virtual const std::vector<Param>& params() const = 0;
   virtual std::string metric_unit() const = 0;  // "GB/s" or "TFLOPS"
+  // The work of one run of `problem` in the metric's quantity (bytes, flops), known without a GPU:
+  // for results measured elsewhere (ktune db import-kerneltuner). nullopt where the family can
+  // only say it from its workload.
+  virtual std::optional<double> work_of(const Problem& /*problem*/,
+                                        const DeviceLimits& /*limits*/) const {
+    return std::nullopt;
+  }
   // Where the family comes from: "built-in", or the path of its family file.
   virtual std::string origin() const { return "built-in"; }
   // The sources: by default the embedded template source_file() and the headers it includes.

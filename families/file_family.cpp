@@ -527,9 +527,9 @@ Spec read_spec(const std::string& path, const std::string& text,
     if (source_text && source_text->size() > kMaxFileBytes)
       throw Error(ErrorCode::kInvalidArgument,
                   "source text: larger than " + std::to_string(kMaxFileBytes) + " bytes");
-    spec.source = source_text ? *source_text
-                              : read_text((fs::path(spec.folder) / spec.source_name).string(),
-                                          "source");
+    spec.source = source_text
+                      ? *source_text
+                      : read_text((fs::path(spec.folder) / spec.source_name).string(), "source");
     read_headers(spec.folder, spec.source, 0, spec.headers, spec.source_name);
   } catch (const Error& e) {
     r.fail(root.get("source"), "source", e.what());
@@ -948,6 +948,11 @@ class FileFamily final : public Family {
   std::string source_file() const override { return spec_.source_name; }
   const std::vector<Param>& params() const override { return spec_.params; }
   std::string metric_unit() const override { return spec_.unit; }
+  std::optional<double> work_of(const Problem& p, const DeviceLimits& limits) const override {
+    validate(p);
+    Scope s(spec_, nullptr, p, &limits);
+    return spec_.work.eval_real(s.scope());
+  }
   std::string origin() const override { return spec_.path; }
   std::vector<Problem> check_problems() const override { return spec_.check; }
   std::vector<Problem> default_problems() const override { return spec_.tune; }

@@ -44,22 +44,6 @@ TimingStats time_on_stream(const std::function<void(CUstream)>& run, CUstream st
   return s;
 }
 
-double metric_of(double work, double median_ms, const std::string& unit) {
-  if (median_ms <= 0) return 0;
-  const double per_second = work / (median_ms * 1e-3);
-  // The unit's prefix scales it: TFLOPS, GB/s, and a family file's own (Mitems/s, kB/s).
-  switch (unit.empty() ? 'G' : unit[0]) {
-    case 'T':
-      return per_second / 1e12;
-    case 'M':
-      return per_second / 1e6;
-    case 'k':
-      return per_second / 1e3;
-    default:
-      return per_second / 1e9;
-  }
-}
-
 Evaluator::Evaluator(const Device& device, Workload& workload, std::string unit,
                      TimingOptions options)
     : device_(device),

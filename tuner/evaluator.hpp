@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "families/family.hpp"  // metric_of
 #include "platform/device.hpp"
 #include "platform/problem.hpp"
 
@@ -52,9 +53,6 @@ struct Measurement {
   double metric = 0;          // in the family's unit
   bool context_lost = false;  // a sticky error: this process can run nothing more on the GPU
 };
-
-// metric = work / time in the family's unit (GB/s: 1e9 bytes per second; TFLOPS: 1e12 flop/s).
-double metric_of(double work, double median_ms, const std::string& unit);
 
 // Where an evaluation is, for a watchdog in another process: about to run the candidate once,
 // to verify its output (no launch of the candidate), or to time it (`launches` runs).

@@ -206,6 +206,11 @@ class GemmFamily final : public Family {
   std::string source_file() const override { return "gemm.cuh"; }
   const std::vector<Param>& params() const override { return params_; }
   std::string metric_unit() const override { return "TFLOPS"; }
+  std::optional<double> work_of(const Problem& p, const DeviceLimits&) const override {
+    validate(p);
+    return 2.0 * static_cast<double>(p.size("m")) * static_cast<double>(p.size("n")) *
+           static_cast<double>(p.size("k"));
+  }
 
   std::vector<Problem> check_problems() const override {
     return {gemm_problem("f32", false, false, 4096, 4096, 4096, 4),

@@ -131,6 +131,11 @@ class GemmSkinnyFamily final : public Family {
   std::string source_file() const override { return "gemm_skinny.cuh"; }
   const std::vector<Param>& params() const override { return params_; }
   std::string metric_unit() const override { return "TFLOPS"; }
+  std::optional<double> work_of(const Problem& p, const DeviceLimits&) const override {
+    validate(p);
+    return 2.0 * static_cast<double>(p.size("m")) * static_cast<double>(p.size("n")) *
+           static_cast<double>(p.size("k"));
+  }
 
   std::vector<Problem> check_problems() const override {
     // Both kernels (nn with n small: X m-contiguous; tn: k-contiguous), both dtypes, a split.
