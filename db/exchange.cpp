@@ -655,9 +655,12 @@ ImportSource parse_kerneltuner(std::string_view text, const std::string& what,
     if (!mapped.insert(ours).second) invalid(what + ": two parameters map to " + ours);
     names.emplace_back(kt, ours);
   }
-  for (const auto& [from, to] : o.rename)
+  for (const auto& rename : o.rename) {
+    const std::string& from = rename.first;
     if (std::none_of(names.begin(), names.end(), [&](const auto& n) { return n.first == from; }))
-      invalid(what + ": --rename " + from + "=" + to + ": the cache has no parameter " + from);
+      invalid(what + ": --rename " + from + "=" + rename.second + ": the cache has no parameter " +
+              from);
+  }
   for (const auto& p : family.params())
     if (!mapped.count(p.name))
       invalid(what + ": the cache does not set " + family.name() + "'s parameter " + p.name);
