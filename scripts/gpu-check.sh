@@ -57,28 +57,11 @@ for step in "${steps[@]}"; do
           --dtype "$d" --stages "${ANYSHAPE_STAGES:-presets,nearest}" --csv "$OUT/anyshape_$d.csv"
       done
       ;;
-    tune-skinny)
-      # The skinny kernels' presets (m or n <= 16): each op, both orientations, 1 and 8 columns,
-      # f32 and f64, into a database of their own; the winners exported as JSON for
-      # db/presets (a database holding binaries is too large to bring back).
-      sdb=$(mktemp -d)/skinny.db
-      for d in f32 f64; do
-        for op in nn nt tn tt; do
-          for shape in ${SKINNY_SHAPES:-4096x1x4096 1x4096x4096 4096x8x4096 8x4096x4096}; do
-            run_step "tune-skinny-$d-$op-$shape" "$KTUNE" tune gemm --dtype "$d" --op "$op" \
-              --shape "$shape" --db "$sdb" --max-evals "${SKINNY_EVALS:-40}" \
-              --max-seconds "${SKINNY_SECONDS:-10}" -q
-          done
-        done
-      done
-      run_step skinny-export "$KTUNE" db export --db "$sdb" --best --family gemm_skinny \
-        -o "$OUT/skinny-presets.json"
-      ;;
     tune-grid)
       # The preset grid (ktune tune gemm --grid; docs/GEMM.md, "The preset grid") for
       # GRID_DTYPES, into a database of its own; the winners exported as JSON for db/presets
       # (the database, holding binaries, is too large to bring back). GRID_CLASS: all, tiled or
-      # skinny.
+      # skinny (the shapes of db/presets/nvidia-h100-gemm-skinny.json).
       gdb=$(mktemp -d)/grid.db
       for d in ${GRID_DTYPES:-f32 f64}; do
         run_step "tune-grid-$d" "$KTUNE" tune gemm --grid "${GRID_CLASS:-all}" --dtype "$d" \

@@ -42,36 +42,30 @@ const std::string kGood = R"(
     "16,2,1": {"block_size_x": 16, "rows_per_thread": 2, "PAD": 1,
                "time": "CompilationFailedConfig"})";
 
+// The command for `file` into `db` on an H100 (132 SMs), then `extra`.
+std::vector<std::string> command(const std::string& file, const std::string& db,
+                                 const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {
+      "db",        "import-kerneltuner", file,     "--family-file", kFamily, "--family",
+      "transpose", "--problem",          kProblem, "--sms",         "132",   "--db",
+      db};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// The renames this cache needs and the compute capability.
+const std::vector<std::string> kUsual = {
+    "--cc", "9.0", "--rename", "block_size_x=TILE", "--rename", "rows_per_thread=ROWS"};
+
 struct Imported {
   ktune::testing::CliResult r;
   std::string db;
 };
 
-Imported import(ktune::testing::TempDir& dir, const std::string& text,
-                std::vector<std::string> extra = {}) {
+Imported import(ktune::testing::TempDir& dir, const std::string& text) {
   const std::string file = dir.file("cache.json");
   std::ofstream(file) << text;
-  std::vector<std::string> args = {"db",
-                                   "import-kerneltuner",
-                                   file,
-                                   "--family-file",
-                                   kFamily,
-                                   "--family",
-                                   "transpose",
-                                   "--problem",
-                                   kProblem,
-                                   "--cc",
-                                   "9.0",
-                                   "--sms",
-                                   "132",
-                                   "--db",
-                                   dir.file("t.db"),
-                                   "--rename",
-                                   "block_size_x=TILE",
-                                   "--rename",
-                                   "rows_per_thread=ROWS"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return {run_cli(args), dir.file("t.db")};
+  return {run_cli(command(file, dir.file("t.db"), kUsual)), dir.file("t.db")};
 }
 
 TEST(KernelTunerImport, EveryConfigurationOfTheCacheBecomesAResult) {
@@ -137,22 +131,8 @@ TEST(KernelTunerImport, BadCachesAreRefusedWholeNamingTheKeyAndField) {
   ktune::testing::TempDir dir;
   const std::string file = dir.file("cache.json");
   std::ofstream(file) << cache(kGood);
-  auto base = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = {"db",
-                                  "import-kerneltuner",
-                                  file,
-                                  "--family-file",
-                                  kFamily,
-                                  "--family",
-                                  "transpose",
-                                  "--problem",
-                                  kProblem,
-                                  "--sms",
-                                  "132",
-                                  "--db",
-                                  dir.file("t.db")};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return run_cli(a);
+  auto base = [&](const std::vector<std::string>& extra) {
+    return run_cli(command(file, dir.file("t.db"), extra));
   };
   auto unknown = base({"--cc", "9.0"});
   EXPECT_EQ(unknown.exit_code, 2);
