@@ -127,6 +127,7 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.max_evals = targs.max_evals;
   options.max_seconds = targs.max_seconds;
   options.patience = targs.patience;
+  options.measure_winners = targs.measure_winners;
   options.reuse_binaries = targs.binary_cache_mb > 0;
   options.binary_cache_bytes = targs.binary_cache_mb << 20;
   for (const std::string& text : targs.only) {

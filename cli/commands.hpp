@@ -68,6 +68,7 @@ struct TuneArgs {
   std::size_t max_evals = 400;
   double max_seconds = 0;
   std::size_t patience = 0;
+  bool measure_winners = false;
   std::vector<std::string> only;  // NAME=V[,V...]
   int repeats = 20;
   int warmup = 3;
@@ -134,8 +135,8 @@ int cmd_strategies(const Common& common, std::int64_t run, std::size_t seeds,
                    const std::string& csv);
 
 // ktune db ... (cli/db_commands.cpp)
-int cmd_db_export(const Common& common, const std::string& family, bool all, bool best,
-                  const std::string& output);
+int cmd_db_export(const Common& common, const std::string& family, bool all, bool best, bool own,
+                  bool compact, const std::string& output);
 int cmd_db_import(const Common& common, const std::string& file, bool shipped);
 int cmd_db_import_kerneltuner(const Common& common, const std::string& file,
                               const KernelTunerImport& options);

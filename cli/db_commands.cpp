@@ -61,19 +61,22 @@ std::string skipped_text(std::size_t stale, std::size_t in_flight) {
 
 }  // namespace
 
-int cmd_db_export(const Common& common, const std::string& family, bool all, bool best,
-                  const std::string& output) {
+int cmd_db_export(const Common& common, const std::string& family, bool all, bool best, bool own,
+                  bool compact, const std::string& output) {
   const std::string path = common.resolved_db();
   auto db = open_for_reading(path);
   ExportOptions options;
   options.family = family;
   options.all = all;
   options.best = best;
+  options.own = own;
+  options.compact = compact;
   ExportResult out = export_results(*db, options);
   const std::string what = std::to_string(out.results) + " result(s) (" +
                            (all    ? "every row"
                             : best ? "the best per device and problem"
                                    : "ok rows of the current templates") +
+                           (own ? ", measured here" : "") +
                            (family.empty() ? "" : ", family " + family) + ") from " + db->path();
   if (db->in_memory() && !common.quiet)
     std::cerr << "ktune: no database at " << path << ": exporting the shipped results\n";

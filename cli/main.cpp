@@ -305,6 +305,10 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
                   "faster (0: no limit)")
       ->check(integer_in(0, 1'000'000'000))
       ->capture_default_str();
+  app->add_flag("--measure-winners", t.measure_winners,
+                "measure this device's winners of the family's other problems on this one "
+                "(GEMM: every tuned shape of the dtype, any op), adapted, and nothing else: "
+                "what the runtime ranks untuned problems from (--max-evals still caps it)");
   app->add_option(
       "--only", t.only,
       "hold a parameter to some of its values, NAME=V[,V...] (repeatable), e.g. "
@@ -656,6 +660,7 @@ int main(int argc, char** argv) {
   auto db_footer = [](const char* detail) { return std::string(detail) + "\n\n" + kDbExitCodes; };
   std::string db_family, db_output, db_file, db_other;
   bool db_all = false, db_best = false, db_shipped = false, db_stale = false;
+  bool db_own = false, db_compact = false;
   auto* db_export = db_cmd->add_subcommand("export", "write results as JSON, to stdout or a file");
   add_common(db_export, common, false);
   db_export->add_option("--family", db_family, "only this family");
@@ -666,6 +671,12 @@ int main(int argc, char** argv) {
                  "only the best result per device and problem (what lookups answer with; "
                  "the form of the shipped presets)")
       ->excludes("--all");
+  db_export->add_flag("--own", db_own,
+                      "only the database's own measurements, not the shipped presets it loaded");
+  db_export->add_flag("--compact", db_compact,
+                      "one result per line with its configuration text and times alone (no "
+                      "parameters object, resources or versions): for large sets of "
+                      "measurements such as db/presets/*-cross.json");
   db_export->add_option("-o,--output", db_output,
                         "write to this file instead of stdout (replaced whole, or left as it was "
                         "if the export fails)");
@@ -848,7 +859,7 @@ int main(int argc, char** argv) {
       code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,
                        bench_op);
     } else if (db_export->parsed()) {
-      code = cmd_db_export(common, db_family, db_all, db_best, db_output);
+      code = cmd_db_export(common, db_family, db_all, db_best, db_own, db_compact, db_output);
     } else if (db_import->parsed()) {
       code = cmd_db_import(common, db_file, db_shipped);
     } else if (db_kt->parsed()) {

@@ -480,6 +480,7 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
   if (!options.all)
     std::erase_if(rows,
                   [](const ResultRecord& r) { return r.template_hash != current_hash(r.family); });
+  if (options.own) std::erase_if(rows, [](const ResultRecord& r) { return r.origin == "shipped"; });
   // A stable order, so that exports of the same results diff cleanly (presets live in git).
   auto key = [](const ResultRecord& r) {
     return std::tie(r.family, r.device.name, r.device.cc_major, r.device.cc_minor,
@@ -499,6 +500,17 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
     e["template_hash"] = r.template_hash;
     e["problem"] = r.problem;
     e["config"] = r.config;
+    if (options.compact) {
+      e["status"] = r.status;
+      e["time_min_ms"] = r.time_min_ms;
+      e["time_median_ms"] = r.time_median_ms;
+      e["time_max_ms"] = r.time_max_ms;
+      e["repeats"] = r.repeats;
+      e["metric"] = r.metric;
+      e["unit"] = r.unit;
+      results.push_back(std::move(e));
+      continue;
+    }
     try {
       nlohmann::ordered_json params = nlohmann::ordered_json::object();
       for (const auto& [name, value] : parse_config(r.config)) params[name] = value;
@@ -535,7 +547,25 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
   ExportResult out;
   out.results = rows.size();
   // Text stored by another tool may not be UTF-8; replace such bytes rather than fail the export.
-  out.json = doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  constexpr auto kReplace = nlohmann::ordered_json::error_handler_t::replace;
+  if (!options.compact) {
+    out.json = doc.dump(2, ' ', false, kReplace) + "\n";
+    return out;
+  }
+  // The document's fields two-space indented, each result on one line of its own.
+  std::string text = "{\n";
+  for (const auto& [name, value] : doc.items()) {
+    text += "  " + nlohmann::ordered_json(name).dump() + ": ";
+    if (name != "results") {
+      text += value.dump(-1, ' ', false, kReplace) + ",\n";
+      continue;
+    }
+    text += "[";
+    for (std::size_t i = 0; i < value.size(); ++i)
+      text += (i ? ",\n    " : "\n    ") + value[i].dump(-1, ' ', false, kReplace);
+    text += value.empty() ? "]\n" : "\n  ]\n";
+  }
+  out.json = text + "}\n";
   return out;
 }
 

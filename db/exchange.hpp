@@ -28,6 +28,11 @@ struct ExportOptions {
   // Only the best ok result per (device, family, problem) of the current templates: what the
   // lookups answer with (the form of the shipped presets). Excludes `all`.
   bool best = false;
+  // Only the database's own measurements, not the shipped presets it loaded (origin `shipped`).
+  bool own = false;
+  // One result per line with its identity, configuration text and times only (no parameters
+  // object, resources or versions): for large sets of measurements shipped as presets.
+  bool compact = false;
 };
 
 struct ExportResult {

@@ -153,6 +153,11 @@ class Family {
   virtual std::vector<Config> variants(const Config&, const Problem&, const DeviceLimits&) const {
     return {};
   }
+  // Which measurements describe one kernel for the predicted step: configurations with the same
+  // key differ only in what adapt() and variants() change for a problem (GEMM: split-K count and
+  // rasterisation), and the step predicts from the measurement of such a group nearest to the
+  // problem. By default the configuration itself.
+  virtual Config measurement_key(const Config& config) const { return config; }
   // Threads per block the candidate launches with (0: chosen at launch, e.g. by the occupancy
   // API). The tuner checks it against what the loaded kernel allows before running it.
   virtual int block_threads(const Config&, const Problem&) const { return 0; }

@@ -83,9 +83,20 @@ std::int64_t Problem::size(const std::string& name) const {
 }
 
 double problem_distance(const Problem& a, const Problem& b) {
+  if (a.attrs != b.attrs) return std::numeric_limits<double>::infinity();
+  return problem_distance(a, b, 0.0);
+}
+
+double problem_distance(const Problem& a, const Problem& b, double per_attribute) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  if (a.family != b.family || a.attrs != b.attrs || a.sizes.size() != b.sizes.size()) return kInf;
+  if (a.family != b.family || a.attrs.size() != b.attrs.size() || a.sizes.size() != b.sizes.size())
+    return kInf;
   double d = 0;
+  for (const auto& [name, value] : a.attrs) {
+    auto it = b.attrs.find(name);
+    if (it == b.attrs.end()) return kInf;
+    if (it->second != value) d += per_attribute;
+  }
   for (const auto& [name, va] : a.sizes) {
     auto it = b.sizes.find(name);
     if (it == b.sizes.end()) return kInf;

@@ -27,6 +27,9 @@ struct Problem {
 // Distance between two problems of the same attributes: sum over sizes of |log2(1+a) - log2(1+b)|.
 // Infinity when family or attributes differ, or the sizes have different names.
 double problem_distance(const Problem& a, const Problem& b);
+// The same, with `per_attribute` added for each attribute the two differ in (another GEMM op, say)
+// instead of infinity; still infinite for another family or other size or attribute names.
+double problem_distance(const Problem& a, const Problem& b, double per_attribute);
 
 // Parameter values of one candidate, by name.
 using Config = std::map<std::string, std::int64_t>;

@@ -2,8 +2,10 @@
 #include "runtime/lookup.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 #include "db/database.hpp"
 #include "families/family.hpp"
@@ -55,46 +57,130 @@ LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
   return r;
 }
 
-// The predicted step over the rows `eligible` accepts; nullopt where the family has no model or
-// no row gives a prediction. Which rows measure the problem's kind (GEMM: its dtype) is the
-// family's to say (predict_ms returns nullopt): a family file's axes are its own.
-template <typename Eligible>
-std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows, Eligible eligible,
-                                      const Family& family, const Problem& problem,
-                                      const DeviceInfo& device) {
+// How far a measurement is from the problem for the predicted step: the log-scale distance of
+// their sizes, plus kOtherAttr for each attribute they differ in (GEMM: another op or alignment,
+// worth about a factor of four in one size) and kOtherDevice where it was measured on another GPU
+// of the architecture.
+constexpr double kOtherAttr = 2.0;
+constexpr double kOtherDevice = 1.0;
+
+// The predicted step over the measurements of this device and the other GPUs of its architecture
+// (`other_device` tells them apart; rows of neither are not passed); nullopt where the family
+// has no model or no row gives a prediction. Which rows measure the problem's kind (GEMM: its
+// dtype) is the family's to say (predict_ms returns nullopt): a family file's axes are its own.
+//
+// A kernel may be measured on many problems (the winners of a grid, each measured on every shape
+// of the grid: `ktune tune --measure-winners`). Each is predicted from its measurement nearest to
+// the problem (problem_distance with kOtherAttr), not from the most flattering one: a tile that
+// won one shape by far can be slow on shapes unlike it, and a measurement there says so. Each
+// candidate (an adapted configuration or one of its variants) takes the prediction of the nearest
+// measurement it derives from.
+template <typename OtherDevice>
+std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
+                                      OtherDevice other_device, const Family& family,
+                                      const Problem& problem, const DeviceInfo& device) {
+  struct Measurement {
+    double distance;
+    const ResultRecord* row;
+    Problem tuned;
+    Config measured;
+  };
+  // Each row's distance, the problems parsed once each (a grid's measurements share a few dozen).
+  struct Tuned {
+    std::optional<Problem> problem;
+    double distance = std::numeric_limits<double>::infinity();
+  };
+  std::unordered_map<std::string_view, Tuned> problems;
+  struct Row {
+    double distance;
+    bool shipped;
+    double ms;
+    std::size_t index;
+    auto operator<=>(const Row&) const = default;
+  };
+  std::unordered_map<std::string_view, std::vector<Row>> by_config;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ResultRecord& row = rows[i];
+    if (!(row.time_median_ms > 0)) continue;
+    auto [it, fresh] = problems.try_emplace(row.problem);
+    if (fresh) {
+      try {
+        it->second.problem = family.parse_problem(row.problem);
+        it->second.distance = problem_distance(problem, *it->second.problem, kOtherAttr);
+      } catch (const Error&) {
+      }
+    }
+    const double d = it->second.distance + (other_device(row) ? kOtherDevice : 0.0);
+    // The nearest first; among measurements of one problem, the user's own before a shipped
+    // one, then the fastest (a configuration measured twice).
+    if (std::isfinite(d))
+      by_config[row.config].push_back({d, row.origin == "shipped", row.time_median_ms, i});
+  }
+  // Per kernel: its nearest measurement that the model can use for this problem. A family without
+  // a model (or a row its model cannot use) answers nothing here: known before any row is
+  // adapted, so such families pay next to nothing for this step. Configurations measured as
+  // other texts of one kernel (Family::measurement_key) form one group: a split-K variant
+  // measured on a few tiles says less about a full GPU than the same tile unsplit measured on a
+  // shape like this one.
+  struct Group {
+    std::vector<Row> rows;
+    std::map<std::string_view, Config> configs;  // each text of the group, parsed
+  };
+  std::map<Config, Group> groups;
+  for (auto& [text, measurements] : by_config) {
+    Config measured;
+    try {
+      measured = family.normalize(parse_config(text));
+    } catch (const Error&) {
+      continue;
+    }
+    Group& g = groups[family.measurement_key(measured)];
+    g.rows.insert(g.rows.end(), measurements.begin(), measurements.end());
+    g.configs.emplace(text, std::move(measured));
+  }
+  std::vector<Measurement> nearest;
+  for (auto& [key, g] : groups) {
+    std::sort(g.rows.begin(), g.rows.end());
+    for (const Row& m : g.rows) {
+      const ResultRecord& row = rows[m.index];
+      const Config& measured = g.configs.at(row.config);
+      const Problem& at = *problems.at(row.problem).problem;
+      if (!family.predict_ms(measured, at, row.time_median_ms, measured, problem, device)) continue;
+      nearest.push_back({m.distance, &row, at, measured});
+      break;
+    }
+  }
+
   struct Ranked {
     double ms;
+    double distance;
     const ResultRecord* row;
     Config config;
   };
   std::vector<Ranked> ranked;
-  std::map<Config, std::size_t> seen;  // one entry per configuration: its best prediction
-  for (const auto& row : rows) {
-    if (!eligible(row) || !(row.time_median_ms > 0)) continue;
-    Problem tuned;
-    Config measured;
-    try {
-      tuned = family.parse_problem(row.problem);
-      measured = family.normalize(parse_config(row.config));
-    } catch (const Error&) {
-      continue;
-    }
-    // A family without a model (or a row its model cannot use) answers nothing here: known
-    // before the row is adapted, so such families pay next to nothing for this step.
-    if (!family.predict_ms(measured, tuned, row.time_median_ms, measured, tuned, device)) continue;
-    auto adapted = usable(row, family, problem, device.limits);
+  std::map<Config, std::size_t> seen;  // one entry per candidate: its nearest measurement's
+  // In the rows' order, so that ties fall to the same candidate every time.
+  std::sort(nearest.begin(), nearest.end(),
+            [](const Measurement& a, const Measurement& b) { return a.row < b.row; });
+  for (const Measurement* m = nearest.data(); m != nearest.data() + nearest.size(); ++m) {
+    auto adapted = usable(*m->row, family, problem, device.limits);
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
     candidates.insert(candidates.begin(), *adapted);
     for (auto& c : candidates) {
       if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty()) continue;
-      const auto ms = family.predict_ms(measured, tuned, row.time_median_ms, c, problem, device);
+      const auto ms =
+          family.predict_ms(m->measured, m->tuned, m->row->time_median_ms, c, problem, device);
       if (!ms) continue;
       auto [it, fresh] = seen.emplace(c, ranked.size());
-      if (fresh)
-        ranked.push_back({*ms, &row, std::move(c)});
-      else if (*ms < ranked[it->second].ms)
-        ranked[it->second] = {*ms, &row, std::move(c)};
+      Ranked entry{*ms, m->distance, m->row, std::move(c)};
+      if (fresh) {
+        ranked.push_back(std::move(entry));
+        continue;
+      }
+      const Ranked& was = ranked[it->second];
+      if (entry.distance < was.distance || (entry.distance == was.distance && entry.ms < was.ms))
+        ranked[it->second] = std::move(entry);
     }
   }
   if (ranked.empty()) return std::nullopt;
@@ -128,7 +214,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (same_device(row))
         if (auto c = usable(row, family, problem, limits))
           return from_row(LookupStep::kExact, row, *c);
-    std::vector<ResultRecord> best = db->best_results(family.name(), hash);
+    std::vector<ResultRecord> best;  // read after the predicted step, which needs it not
     // The usable row nearest to the problem (same attributes, log-scale distance in sizes)
     // among those `eligible` accepts.
     auto nearest = [&](LookupStep step, auto eligible) -> std::optional<LookupResult> {
@@ -153,15 +239,17 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (!found) return std::nullopt;
       return from_row(step, *found, *config);
     };
-    // 2. predicted: every usable winner of this device (of its architecture where this device
-    //    has none), adapted, with its variants, ranked by the family's model.
+    // 2. predicted: every configuration measured on this device or another GPU of its
+    //    architecture, adapted, with its variants, ranked by the family's model.
     if (predict) {
-      if (auto r = predicted(best, same_device, family, problem, device)) return *r;
-      auto same_arch = [&](const ResultRecord& row) {
-        return row.device.cc_major == limits.cc_major && row.device.cc_minor == limits.cc_minor;
-      };
-      if (auto r = predicted(best, same_arch, family, problem, device)) return *r;
+      std::vector<ResultRecord> measured = db->measurements(family.name(), hash);
+      std::erase_if(measured, [&](const ResultRecord& row) {
+        return row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor;
+      });
+      auto other_device = [&](const ResultRecord& row) { return !same_device(row); };
+      if (auto r = predicted(measured, other_device, family, problem, device)) return *r;
     }
+    best = db->best_results(family.name(), hash);
     // 3. nearest tuned problem of this device
     if (auto r = nearest(LookupStep::kNearest, same_device)) return *r;
     // 4. the same compute capability on another device: nearest problem there

@@ -72,6 +72,22 @@ for step in "${steps[@]}"; do
           -o "$OUT/grid-presets-$f.json"
       done
       ;;
+    cross-grid)
+      # Cross measurements (docs/GEMM.md): every GEMM winner of this architecture in the shipped
+      # presets measured on each tiled grid and suite shape of its dtype, into a database of its
+      # own; this GPU's measurements exported for db/presets (nvidia-<gpu>-gemm-cross.json).
+      cdb=$(mktemp -d)/cross.db
+      for d in ${GRID_DTYPES:-f32 f64}; do
+        for what in grid suite; do
+          shapes=(--suite)
+          [ "$what" = grid ] && shapes=(--grid tiled)
+          run_step "cross-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" --db "$cdb" \
+            --measure-winners --max-evals 0 --max-seconds "${CROSS_SECONDS:-5}" --repeats 5 --warmup 1
+        done
+      done
+      run_step cross-export "$KTUNE" db export --db "$cdb" --family gemm --own --compact \
+        -o "$OUT/cross-gemm.json"
+      ;;
     anyshape-tuned)
       # A short tune per shape after the presets (compiles reused across shapes: the tuner's
       # binary cache), then timed again.

@@ -164,9 +164,30 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         // A row this version cannot read (or a parameter it no longer has): not a seed.
       }
     }
+    if (options.measure_winners) {
+      // Every winner of this architecture (this GPU's and the shipped presets' of its kind) and
+      // template version whose measurement the family's model can carry to this problem,
+      // whatever its distance.
+      ranked.clear();
+      for (const auto& r : db.best_results(family.name(), hash)) {
+        if (r.problem == key || !(r.time_median_ms > 0)) continue;
+        if (r.device.cc_major != limits.cc_major || r.device.cc_minor != limits.cc_minor) continue;
+        try {
+          const Problem tuned = family.parse_problem(r.problem);
+          const Config measured = family.normalize(parse_config(r.config));
+          const Config c = family.adapt(measured, problem, limits);
+          if (!family.predict_ms(measured, tuned, r.time_median_ms, c, problem, runner.device()))
+            continue;
+          const std::size_t i = space.index_of(to_string(c));
+          if (i != SearchSpace::npos && !done[i])
+            ranked.emplace_back(problem_distance(problem, tuned, 2.0), i);
+        } catch (const Error&) {
+        }
+      }
+    }
     std::sort(ranked.begin(), ranked.end());
     for (const auto& [distance, i] : ranked) {
-      if (seeds.size() >= options.transfer_seeds) break;
+      if (!options.measure_winners && seeds.size() >= options.transfer_seeds) break;
       if (std::find(seeds.begin(), seeds.end(), i) != seeds.end()) continue;
       seeds.push_back(i);
       strategy->seed(i);
@@ -206,8 +227,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::deque<Pending> queue;
   const std::size_t window = pool.size() * 2;
   const std::size_t remaining = space.size() - summary.already_done;
-  const std::size_t planned =
-      options.max_evals ? std::min(options.max_evals, remaining) : remaining;
+  std::size_t planned = options.max_evals ? std::min(options.max_evals, remaining) : remaining;
+  if (options.measure_winners) planned = std::min(planned, seeds.size());
   std::size_t proposed = 0, strategy_proposed = 0;
   std::atomic<double> compile_seconds{0};
   std::atomic<std::size_t> compiled{0};

@@ -460,6 +460,15 @@ class GemmFamily final : public Family {
     return out;
   }
 
+  Config measurement_key(const Config& c) const override {
+    // The split and the rasterisation change with the problem (variants(), adapt()); the tile,
+    // its pipeline and its loads are the kernel the model carries from one shape to another.
+    Config key = c;
+    key["SPLITK"] = 1;
+    key["SWIZZLE"] = 1;
+    return key;
+  }
+
   int block_threads(const Config& c, const Problem& p) const override {
     return geometry(c, p).threads;
   }

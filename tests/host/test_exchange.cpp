@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/util.hpp"
 #include "db/database.hpp"
 #include "db/exchange.hpp"
 #include "families/family.hpp"
@@ -343,6 +344,50 @@ TEST(Exchange, ExportImportRoundTripThroughAFile) {
   ImportSummary again = import_file(b, file, false);
   EXPECT_EQ(again.written.kept, 3u);
   EXPECT_EQ(b.results({}).size(), 3u);
+}
+
+// --own --compact: the measurements of a database without the presets it loaded, a line each,
+// read back with the same times (the form of db/presets/*-cross.json).
+TEST(Exchange, CompactExportOfOwnRowsRoundTripsWithoutTheShippedOnes) {
+  TempDir dir;
+  Database a(dir.file("a.db"));
+  fill(a);
+  const std::string shipped = dir.file("shipped.json");
+  write_file(shipped, export_results(a, {}).json);
+  Database b(dir.file("b.db"));
+  import_file(b, shipped, true);  // three shipped rows
+  b.put_result(row(b, kH100, gemm(), gemm_problem_f32().key(), gemm_config(2), 1.25));
+  b.put_result(row(b, kH100, ew(), kAdd, ew_config(3), 0.75));
+  ExportOptions o;
+  o.own = true;
+  o.compact = true;
+  const ExportResult out = export_results(b, o);
+  EXPECT_EQ(out.results, 2u);
+  // The header fields and then one line per result.
+  std::size_t result_lines = 0;
+  for (const auto& line : split(out.json, '\n'))
+    if (line.find("\"config\"") != std::string::npos) {
+      ++result_lines;
+      const std::string entry = trim(line);
+      EXPECT_NO_THROW(nlohmann::json::parse(entry.substr(0, entry.rfind('}') + 1))) << line;
+    }
+  EXPECT_EQ(result_lines, 2u);
+  const auto doc = nlohmann::json::parse(out.json);
+  EXPECT_EQ(doc["format"], "ktune-results");
+  for (const auto& e : doc["results"]) {
+    EXPECT_FALSE(e.contains("parameters"));
+    EXPECT_FALSE(e.contains("origin"));
+  }
+  const std::string file = dir.file("own.json");
+  write_file(file, out.json);
+  Database c(dir.file("c.db"));
+  EXPECT_EQ(import_file(c, file, true).written.added, 2u);
+  auto rows = c.results({});
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.origin, "shipped");
+    EXPECT_TRUE(r.time_median_ms == 1.25 || r.time_median_ms == 0.75) << r.time_median_ms;
+  }
 }
 
 TEST(Exchange, AllRowsRoundTripSkippingInFlightAndStaleUnlessShipped) {

@@ -274,6 +274,78 @@ TEST_F(Predicted, RanksTheWinnersOfTunedProblemsOnAShapeNobodyTuned) {
           .empty());
 }
 
+// A configuration measured on many problems (`ktune tune --measure-winners`) is predicted from
+// its measurement nearest to the problem, not from its most flattering one.
+TEST_F(Predicted, AMeasurementNearTheProblemOutweighsAFlatteringFarOne) {
+  put(k4096, kBig, 2.77);
+  put(k1024, kSmall, 0.061);
+  const std::string k3950 = "align=4;dtype=f32;k=3950;m=3950;n=3950;op=nn";
+  auto before = lookup_config(db_.get(), h200_, gemm(), p(k3950));
+  ASSERT_EQ(before.step, LookupStep::kPredicted);
+  ASSERT_EQ(to_string(before.config), kBig);  // extrapolated from 4096^3
+  EXPECT_EQ(before.tuned_problem, p(k4096).key());
+
+  // The big tile measured near 3950^3, three times slower than its 4096^3 time makes it look.
+  const std::string k3900 = "align=4;dtype=f32;k=3900;m=3900;n=3900;op=nn";
+  const double slow = 3 * predict(kBig, k4096, 2.77, parse_config(kBig), k3900);
+  put(k3900, kBig, slow);
+  auto after = lookup_config(db_.get(), h200_, gemm(), p(k3950));
+  ASSERT_EQ(after.step, LookupStep::kPredicted);
+  EXPECT_NE(to_string(after.config), kBig);
+  bool listed = false;
+  for (const auto& c : after.candidates) {
+    if (c.config != kBig) continue;
+    listed = true;
+    EXPECT_EQ(c.tuned_problem, p(k3900).key());  // its nearest measurement, not 4096^3
+    EXPECT_NEAR(c.predicted_ms, predict(kBig, k3900, slow, parse_config(kBig), k3950), 1e-9);
+  }
+  EXPECT_TRUE(listed);
+
+  // Another op is farther than the same op: the small tile measured on 3950^3 tt (the problem's
+  // sizes, very slow) does not outweigh its measurement of 3900^3 nn.
+  put(k3900, kSmall, predict(kSmall, k1024, 0.061, parse_config(kSmall), k3900));
+  put(k3950.substr(0, k3950.size() - 2) + "tt", kSmall, 100.0);
+  auto tt = lookup_config(db_.get(), h200_, gemm(), p(k3950));
+  EXPECT_EQ(to_string(tt.config), to_string(after.config));
+  ASSERT_FALSE(tt.candidates.empty());
+  EXPECT_EQ(tt.candidates.front().tuned_problem, p(k3900).key());
+  // A measurement of another GPU of the architecture counts, one step farther than this one's.
+  DeviceInfo h100 = device("NVIDIA H100 80GB HBM3", 9, 0, 132);
+  auto on_h100 = lookup_config(db_.get(), h100, gemm(), p(k3950));
+  EXPECT_EQ(on_h100.step, LookupStep::kPredicted);
+  EXPECT_EQ(to_string(on_h100.config), to_string(tt.config));
+}
+
+// Configurations that differ only in what the family adapts or varies per problem (GEMM: the
+// split count and rasterisation) are one kernel: its measurement nearest to the problem answers,
+// whichever of its forms was measured there.
+TEST_F(Predicted, TheFormsOfOneKernelShareTheirNearestMeasurement) {
+  const std::string k3950 = "align=4;dtype=f32;k=3950;m=3950;n=3950;op=nn";
+  const std::string k3900 = "align=4;dtype=f32;k=3900;m=3900;n=3900;op=nn";
+  const std::string far = "align=4;dtype=f32;k=4096;m=128;n=1024;op=nt";
+  Config split = parse_config(kSmall);
+  split["SPLITK"] = 16;
+  split["SWIZZLE"] = 2;
+  // The split form, measured far away on few tiles, fast enough to predict the unsplit tile
+  // faster here than the big tile (what the first form of the step chose).
+  put(k3900, kBig, predict(kBig, k4096, 2.77, parse_config(kBig), k3900));
+  const double big = predict(kBig, k3900, predict(kBig, k4096, 2.77, parse_config(kBig), k3900),
+                             parse_config(kBig), k3950);
+  const std::string split_text = to_string(split);
+  double far_ms = 0.05;
+  while (predict(split_text.c_str(), far, far_ms, parse_config(kSmall), k3950) > 0.8 * big)
+    far_ms *= 0.9;
+  put(far, split_text.c_str(), far_ms);
+  // The unsplit form measured near the problem, slower than the big tile.
+  const double slow = 2 * predict(kBig, k4096, 2.77, parse_config(kBig), k3900);
+  put(k3900, kSmall, slow);
+  auto r = lookup_config(db_.get(), h200_, gemm(), p(k3950));
+  ASSERT_EQ(r.step, LookupStep::kPredicted);
+  EXPECT_EQ(to_string(r.config), kBig);
+  for (const auto& c : r.candidates)
+    if (c.config == kSmall) EXPECT_EQ(c.tuned_problem, p(k3900).key());
+}
+
 TEST_F(Predicted, OtherDtypesOpsAndArchitectures) {
   put(k4096, kBig, 2.77);
   // f64 has no f32 winner to rank (and no nearest problem): the default.

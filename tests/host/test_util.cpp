@@ -66,6 +66,12 @@ TEST(ProblemDistance, LogScaleAndAttributeAware) {
   EXPECT_NEAR(problem_distance(a, b), 2.0, 1e-9);
   EXPECT_TRUE(std::isinf(problem_distance(a, c)));
   EXPECT_EQ(problem_distance(a, a), 0.0);
+  // With a price per differing attribute: finite across ops, never across families or axes.
+  EXPECT_NEAR(problem_distance(b, c, 2.0), 4.0, 1e-9);
+  EXPECT_NEAR(problem_distance(a, b, 2.0), 2.0, 1e-9);
+  EXPECT_TRUE(std::isinf(problem_distance(a, Problem::parse("g", "op=copy;n=1023"), 2.0)));
+  EXPECT_TRUE(std::isinf(problem_distance(a, Problem::parse("f", "op=copy;m=1023"), 2.0)));
+  EXPECT_TRUE(std::isinf(problem_distance(a, Problem::parse("f", "dtype=f32;n=1023"), 2.0)));
 }
 
 TEST(ConfigText, RoundTrips) {

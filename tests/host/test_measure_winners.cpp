@@ -1,0 +1,125 @@
+// Host tests: `ktune tune --measure-winners` measures the winners of the family's other problems
+// on one problem, adapted, and nothing else. The runner stands in a synthetic objective for the
+// GPU (no kernel is compiled or run): this tests which candidates the loop measures.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "db/database.hpp"
+#include "families/registry.hpp"
+#include "temp_dir.hpp"
+#include "tuner/runner.hpp"
+#include "tuner/tuner.hpp"
+
+namespace ktune {
+namespace {
+
+class SyntheticRunner final : public CandidateRunner {
+ public:
+  SyntheticRunner() {
+    info_.name = "NVIDIA H100 80GB HBM3";
+    info_.limits = DeviceLimits::for_arch(9, 0);
+    info_.limits.sm_count = 132;
+  }
+  const DeviceInfo& device() const override { return info_; }
+  bool compiles() const override { return false; }
+  Measurement measure(std::size_t, const Config& config, const CompileResult*, const std::string&,
+                      ResultRecord&) override {
+    measured.push_back(to_string(config));
+    Measurement m;
+    m.status = status::kOk;
+    m.timing.min_ms = m.timing.median_ms = m.timing.max_ms = 1.0 + 0.01 * measured.size();
+    m.timing.repeats = 1;
+    m.metric = 1.0 / m.timing.median_ms;
+    return m;
+  }
+  std::vector<std::string> measured;
+
+ private:
+  DeviceInfo info_;
+};
+
+const char* kBig =
+    "BK=8,BM=256,BN=128,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=2,SWIZZLE=1,"
+    "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2";
+const char* kSmall =
+    "BK=16,BM=64,BN=64,KCONTIG=4,MINB=1,MMA=0,PAD=0,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=1,"
+    "TM=4,TN=4,UNROLL=0,VEC=4,WM=32,WN=32,WNITER=2";
+const char* kSplit =
+    "BK=16,BM=64,BN=64,KCONTIG=4,MINB=1,MMA=0,PAD=0,PREFETCH=0,SPLITK=16,STAGES=3,SWIZZLE=1,"
+    "TM=4,TN=4,UNROLL=0,VEC=4,WM=32,WN=32,WNITER=2";
+const char* kMid =
+    "BK=8,BM=128,BN=128,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=2,SWIZZLE=4,"
+    "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2";
+const char* kA100 =
+    "BK=8,BM=128,BN=64,KCONTIG=0,MINB=1,MMA=0,PAD=0,PREFETCH=2,SPLITK=1,STAGES=2,SWIZZLE=1,"
+    "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=32,WNITER=2";
+const char* kF64 =
+    "BK=8,BM=64,BN=64,KCONTIG=0,MINB=1,MMA=3,PAD=4,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=1,"
+    "TM=4,TN=4,UNROLL=0,VEC=1,WM=32,WN=32,WNITER=1";
+
+TEST(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& gemm = find_family("gemm");
+  SyntheticRunner runner;
+  const std::int64_t device_id = db.ensure_device(runner.device());
+  DeviceInfo h200 = runner.device(), a100;
+  h200.name = "NVIDIA H200";
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.limits = DeviceLimits::for_arch(8, 0);
+  a100.limits.sm_count = 108;
+  auto put = [&](const std::string& key, const char* config, double ms, std::int64_t device = 0) {
+    ResultRecord r;
+    r.device_id = device ? device : device_id;
+    r.family = "gemm";
+    r.template_hash = gemm.template_hash();
+    r.problem = gemm.parse_problem(key).key();
+    r.config = config;
+    r.status = "ok";
+    r.time_median_ms = r.time_min_ms = r.time_max_ms = ms;
+    r.metric = 1;
+    r.unit = "TFLOPS";
+    db.put_result(r);
+  };
+  // Winners of three f32 problems in three ops (a loser of one of them too), one of f64.
+  put("align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn", kBig, 2.8);
+  put("align=4;dtype=f32;k=1024;m=1024;n=1024;op=tt", kSmall, 0.06);
+  put("align=4;dtype=f32;k=1024;m=1024;n=1024;op=tt", kBig, 0.09);
+  put("align=4;dtype=f32;k=65536;m=64;n=64;op=nt", kSplit, 0.1);
+  put("align=2;dtype=f64;k=1024;m=1024;n=1024;op=nn", kF64, 0.1);
+  // A winner of another GPU of the architecture counts; one of another architecture does not.
+  put("align=4;dtype=f32;k=8192;m=8192;n=8192;op=nn", kMid, 20.0, db.ensure_device(h200));
+  put("align=4;dtype=f32;k=512;m=512;n=512;op=nn", kA100, 0.02, db.ensure_device(a100));
+
+  const Problem target = gemm.parse_problem("align=4;dtype=f32;k=65536;m=512;n=512;op=tn");
+  TuneOptions o;
+  o.strategy = "random";
+  o.progress = false;
+  o.measure_winners = true;
+  const TuneSummary s = tune(db, runner, gemm, target, o);
+  // The four f32 winners of the architecture, each adapted to the target, and no proposal of
+  // the strategy: the loser, the f64 winner and the A100's are not measured.
+  auto adapted = [&](const char* c) {
+    return to_string(gemm.adapt(parse_config(c), target, runner.device().limits));
+  };
+  const std::set<std::string> want = {adapted(kBig), adapted(kSmall), adapted(kSplit),
+                                      adapted(kMid)};
+  EXPECT_EQ(want.size(), 4u);  // four configurations after adapting, as this test wants
+  EXPECT_EQ(std::set<std::string>(runner.measured.begin(), runner.measured.end()), want);
+  EXPECT_EQ(runner.measured.size(), 4u);
+  EXPECT_EQ(s.evaluated, 4u);
+  // The nearest problem's first: 64 x 64 x 65536 (a log-size distance of 6 from 512 x 512 x
+  // 65536, against 8 for 1024^3, 10 for 4096^3 and 14 for 8192^3).
+  EXPECT_EQ(runner.measured.front(), adapted(kSplit));
+
+  // Again: all four were measured on it, nothing is left to measure.
+  SyntheticRunner again;
+  const TuneSummary t = tune(db, again, gemm, target, o);
+  EXPECT_EQ(t.evaluated, 0u);
+  EXPECT_TRUE(again.measured.empty());
+}
+
+}  // namespace
+}  // namespace ktune
