@@ -104,9 +104,15 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     if (!(row.time_median_ms > 0)) continue;
     auto [it, fresh] = problems.try_emplace(row.problem);
     if (fresh) {
+      // A problem whose measurements the model cannot carry to this one (GEMM: another dtype;
+      // every problem of a family without a model) is skipped whole, judged by its first row.
       try {
-        it->second.problem = family.parse_problem(row.problem);
-        it->second.distance = problem_distance(problem, *it->second.problem, kOtherAttr);
+        Problem tuned = family.parse_problem(row.problem);
+        const Config first = family.normalize(parse_config(row.config));
+        if (family.predict_ms(first, tuned, row.time_median_ms, first, problem, device)) {
+          it->second.distance = problem_distance(problem, tuned, kOtherAttr);
+          it->second.problem = std::move(tuned);
+        }
       } catch (const Error&) {
       }
     }

@@ -59,8 +59,8 @@ for step in "${steps[@]}"; do
       ;;
     tune-grid)
       # The preset grid (ktune tune gemm --grid; docs/GEMM.md, "The preset grid") for
-      # GRID_DTYPES, into a database of its own; the winners exported as JSON for db/presets
-      # (the database, holding binaries, is too large to bring back). GRID_CLASS: all, tiled or
+      # GRID_DTYPES, into a database of its own; this GPU's winners exported as JSON for
+      # db/presets (the database, holding binaries, is too large to bring back). GRID_CLASS: all, tiled or
       # skinny (the shapes of db/presets/nvidia-h100-gemm-skinny.json).
       gdb=$(mktemp -d)/grid.db
       for d in ${GRID_DTYPES:-f32 f64}; do
@@ -68,7 +68,7 @@ for step in "${steps[@]}"; do
           --db "$gdb" --max-evals "${GRID_EVALS:-40}" --max-seconds "${GRID_SECONDS:-10}"
       done
       for f in gemm gemm_skinny; do
-        run_step "grid-export-$f" "$KTUNE" db export --db "$gdb" --best --family "$f" \
+        run_step "grid-export-$f" "$KTUNE" db export --db "$gdb" --best --own --family "$f" \
           -o "$OUT/grid-presets-$f.json"
       done
       ;;
