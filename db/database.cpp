@@ -939,13 +939,30 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
   return out;
 }
 
+std::vector<std::string> Database::measured_problems(const std::string& family,
+                                                     const std::string& template_hash) {
+  std::vector<std::string> out;
+  try {
+    SQLite::Statement q(*db_,
+                        "SELECT DISTINCT problem FROM results"
+                        " WHERE family = ? AND template_hash = ? AND status = 'ok'");
+    q.bind(1, family);
+    q.bind(2, template_hash);
+    while (q.executeStep()) out.emplace_back(q.getColumn(0).getText());
+  } catch (const std::exception& e) {
+    fail("reading measured problems", e);
+  }
+  return out;
+}
+
 std::vector<ResultRecord> Database::measurements(const std::string& family,
-                                                 const std::string& template_hash) {
+                                                 const std::string& template_hash,
+                                                 const std::vector<std::string>& problems) {
   std::vector<ResultRecord> out;
   try {
     // The columns a ranking reads, through the index, with no join, sort or window: this runs
-    // on a first call, over every measurement of the family (thousands where a grid's winners
-    // were measured on each shape). The devices, a few rows, are read apart.
+    // on a first call (a grid's winners measured on each shape are thousands of rows). The
+    // devices, a few rows, are read apart.
     std::map<std::int64_t, DeviceRecord> devices;
     {
       SQLite::Statement q(*db_, "SELECT id, name, cc_major, cc_minor, sm_count FROM devices");
@@ -958,26 +975,31 @@ std::vector<ResultRecord> Database::measurements(const std::string& family,
         d.sm_count = q.getColumn(4).getInt();
       }
     }
-    SQLite::Statement q(*db_,
-                        "SELECT id, device_id, problem, config, time_median_ms, metric, unit,"
-                        " origin FROM results"
-                        " WHERE family = ? AND template_hash = ? AND status = 'ok'");
-    q.bind(1, family);
-    q.bind(2, template_hash);
-    while (q.executeStep()) {
-      ResultRecord& r = out.emplace_back();
-      r.id = q.getColumn(0).getInt64();
-      r.device_id = q.getColumn(1).getInt64();
-      if (auto it = devices.find(r.device_id); it != devices.end()) r.device = it->second;
-      r.family = family;
-      r.template_hash = template_hash;
-      r.problem = q.getColumn(2).getText();
-      r.config = q.getColumn(3).getText();
-      r.status = status::kOk;
-      r.time_median_ms = q.getColumn(4).getDouble();
-      r.metric = q.getColumn(5).getDouble();
-      r.unit = q.getColumn(6).getText();
-      r.origin = q.getColumn(7).getText();
+    SQLite::Statement q(
+        *db_,
+        "SELECT id, device_id, problem, config, time_median_ms, metric, unit,"
+        " origin FROM results"
+        " WHERE family = ? AND template_hash = ? AND problem = ? AND status = 'ok'");
+    for (const std::string& problem : problems) {
+      q.reset();
+      q.bind(1, family);
+      q.bind(2, template_hash);
+      q.bind(3, problem);
+      while (q.executeStep()) {
+        ResultRecord& r = out.emplace_back();
+        r.id = q.getColumn(0).getInt64();
+        r.device_id = q.getColumn(1).getInt64();
+        if (auto it = devices.find(r.device_id); it != devices.end()) r.device = it->second;
+        r.family = family;
+        r.template_hash = template_hash;
+        r.problem = q.getColumn(2).getText();
+        r.config = q.getColumn(3).getText();
+        r.status = status::kOk;
+        r.time_median_ms = q.getColumn(4).getDouble();
+        r.metric = q.getColumn(5).getDouble();
+        r.unit = q.getColumn(6).getText();
+        r.origin = q.getColumn(7).getText();
+      }
     }
   } catch (const std::exception& e) {
     fail("reading measurements", e);

@@ -179,11 +179,15 @@ class Database final : public BinaryStore {
   std::vector<ResultRecord> best_results(const std::string& family,
                                          const std::string& template_hash,
                                          std::int64_t device_id = 0);
-  // Every ok result of one family and template hash, in no order: the measurements the lookup's
-  // model ranks from. Only the identity, times, metric, origin and device (name, compute
-  // capability, SMs) of each row are read.
+  // The problems with an ok result of one family and template hash (through the index alone).
+  std::vector<std::string> measured_problems(const std::string& family,
+                                             const std::string& template_hash);
+  // Every ok result of one family and template hash for these problems, in no order: the
+  // measurements the lookup's model ranks from. Only the identity, times, metric, origin and
+  // device (name, compute capability, SMs) of each row are read.
   std::vector<ResultRecord> measurements(const std::string& family,
-                                         const std::string& template_hash);
+                                         const std::string& template_hash,
+                                         const std::vector<std::string>& problems);
   // The `limit` best ok results of one problem on one device (name, compute capability, SMs),
   // the user's own before shipped ones: the runtime's exact lookup, through the index.
   std::vector<ResultRecord> best_results_for_problem(const std::string& family,

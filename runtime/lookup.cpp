@@ -63,6 +63,8 @@ LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
 // of the architecture.
 constexpr double kOtherAttr = 2.0;
 constexpr double kOtherDevice = 1.0;
+// How many of the measured problems nearest to a problem the step reads.
+constexpr std::size_t kNearestProblems = 16;
 
 // The predicted step over the measurements of this device and the other GPUs of its architecture
 // (`other_device` tells them apart; rows of neither are not passed); nullopt where the family
@@ -248,7 +250,27 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     // 2. predicted: every configuration measured on this device or another GPU of its
     //    architecture, adapted, with its variants, ranked by the family's model.
     if (predict) {
-      std::vector<ResultRecord> measured = db->measurements(family.name(), hash);
+      // The measurements of the kNearestProblems problems nearest to this one that the model
+      // can use (judged with the family's default configuration for this one): a kernel is
+      // predicted from its nearest measurement, and a grid's winners are measured on each of
+      // its shapes, so the rest would seldom answer. Reading every row (3978 of the shipped
+      // GEMM presets) took 3 ms of a first call; these are a few hundred.
+      std::vector<std::pair<double, std::string>> near;
+      const Config probe = family.default_config(problem, limits);
+      for (std::string& key : db->measured_problems(family.name(), hash)) {
+        try {
+          const Problem tuned = family.parse_problem(key);
+          if (!family.predict_ms(probe, tuned, 1.0, probe, problem, device)) continue;
+          const double d = problem_distance(problem, tuned, kOtherAttr);
+          if (std::isfinite(d)) near.emplace_back(d, std::move(key));
+        } catch (const Error&) {
+        }
+      }
+      const std::size_t keep = std::min(near.size(), kNearestProblems);
+      std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(keep), near.end());
+      std::vector<std::string> keys;
+      for (std::size_t i = 0; i < keep; ++i) keys.push_back(std::move(near[i].second));
+      std::vector<ResultRecord> measured = db->measurements(family.name(), hash, keys);
       std::erase_if(measured, [&](const ResultRecord& row) {
         return row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor;
       });
