@@ -306,9 +306,10 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
       ->check(integer_in(0, 1'000'000'000))
       ->capture_default_str();
   app->add_flag("--measure-winners", t.measure_winners,
-                "measure this device's winners of the family's other problems on this one "
-                "(GEMM: every tuned shape of the dtype, any op), adapted, and nothing else: "
-                "what the runtime ranks untuned problems from (--max-evals still caps it)");
+                "measure the winners of the family's other problems on this GPU's architecture "
+                "(GEMM: every tuned shape of the dtype, any op) on this one, adapted, and "
+                "nothing else: what the runtime ranks untuned problems from (--max-evals and "
+                "--max-seconds still cap it)");
   app->add_option(
       "--only", t.only,
       "hold a parameter to some of its values, NAME=V[,V...] (repeatable), e.g. "

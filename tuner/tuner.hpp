@@ -37,11 +37,12 @@ struct TuneOptions {
   bool progress_plain = false;
   std::string progress_label;      // e.g. "[GPU 1] "
   std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
-  // Measure this device's winners of every other problem the family's model can carry to this
-  // one (GEMM: the same dtype, any op), adapted, and nothing else: the measurements the
-  // runtime's predicted lookup step ranks from (docs/GEMM.md, "Cross measurements").
+  // Measure the winners (of this GPU's architecture) of every other problem the family's model
+  // can carry to this one (GEMM: the same dtype, any op), adapted, and nothing else: the
+  // measurements the runtime's predicted lookup step ranks from (docs/GEMM.md, "Cross
+  // measurements").
   bool measure_winners = false;
-  SearchSpace::Only only;          // parameters held to some of their values
+  SearchSpace::Only only;  // parameters held to some of their values
   WorkerOptions worker;
   // Compile each kernel once: candidates are read from the database's binary cache when another
   // run (of any problem: a GEMM kernel depends on its types, ops and parameters only) compiled
