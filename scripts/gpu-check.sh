@@ -82,7 +82,7 @@ for step in "${steps[@]}"; do
           shapes=(--suite)
           [ "$what" = grid ] && shapes=(--grid tiled)
           run_step "cross-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" --db "$cdb" \
-            --measure-winners --max-evals 0 --max-seconds "${CROSS_SECONDS:-5}" --repeats 5 --warmup 1
+            --measure-winners --max-evals 0 --max-seconds "${CROSS_SECONDS:-20}" --repeats 5 --warmup 1
         done
       done
       run_step cross-export "$KTUNE" db export --db "$cdb" --family gemm --own --compact \
