@@ -500,23 +500,14 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
     e["template_hash"] = r.template_hash;
     e["problem"] = r.problem;
     e["config"] = r.config;
-    if (options.compact) {
-      e["status"] = r.status;
-      e["time_min_ms"] = r.time_min_ms;
-      e["time_median_ms"] = r.time_median_ms;
-      e["time_max_ms"] = r.time_max_ms;
-      e["repeats"] = r.repeats;
-      e["metric"] = r.metric;
-      e["unit"] = r.unit;
-      results.push_back(std::move(e));
-      continue;
-    }
-    try {
-      nlohmann::ordered_json params = nlohmann::ordered_json::object();
-      for (const auto& [name, value] : parse_config(r.config)) params[name] = value;
-      e["parameters"] = params;
-    } catch (const Error&) {
-      // Not a configuration this ktune can read (a row written by hand); the text goes alone.
+    if (!options.compact) {
+      try {
+        nlohmann::ordered_json params = nlohmann::ordered_json::object();
+        for (const auto& [name, value] : parse_config(r.config)) params[name] = value;
+        e["parameters"] = params;
+      } catch (const Error&) {
+        // Not a configuration this ktune can read (a row written by hand); the text goes alone.
+      }
     }
     e["status"] = r.status;
     e["time_min_ms"] = r.time_min_ms;
@@ -525,6 +516,10 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
     e["repeats"] = r.repeats;
     e["metric"] = r.metric;
     e["unit"] = r.unit;
+    if (options.compact) {
+      results.push_back(std::move(e));
+      continue;
+    }
     e["registers"] = r.registers;
     e["spill_bytes"] = r.spill_bytes;
     e["smem_bytes"] = r.smem_bytes;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "db/database.hpp"
@@ -77,8 +78,16 @@ constexpr std::size_t kNearestProblems = 16;
 // won one shape by far can be slow on shapes unlike it, and a measurement there says so. Each
 // candidate (an adapted configuration or one of its variants) takes the prediction of the nearest
 // measurement it derives from.
+// A measured problem near the one looked up: parsed, with its distance (problem_distance with
+// kOtherAttr).
+struct Nearby {
+  Problem problem;
+  double distance;
+};
+
 template <typename OtherDevice>
 std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
+                                      const std::map<std::string, Nearby>& nearby,
                                       OtherDevice other_device, const Family& family,
                                       const Problem& problem, const DeviceInfo& device) {
   struct Measurement {
@@ -87,12 +96,6 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     Problem tuned;
     Config measured;
   };
-  // Each row's distance, the problems parsed once each (a grid's measurements share a few dozen).
-  struct Tuned {
-    std::optional<Problem> problem;
-    double distance = std::numeric_limits<double>::infinity();
-  };
-  std::unordered_map<std::string_view, Tuned> problems;
   struct Row {
     double distance;
     bool shipped;
@@ -103,26 +106,12 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
   std::unordered_map<std::string_view, std::vector<Row>> by_config;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ResultRecord& row = rows[i];
-    if (!(row.time_median_ms > 0)) continue;
-    auto [it, fresh] = problems.try_emplace(row.problem);
-    if (fresh) {
-      // A problem whose measurements the model cannot carry to this one (GEMM: another dtype;
-      // every problem of a family without a model) is skipped whole, judged by its first row.
-      try {
-        Problem tuned = family.parse_problem(row.problem);
-        const Config first = family.normalize(parse_config(row.config));
-        if (family.predict_ms(first, tuned, row.time_median_ms, first, problem, device)) {
-          it->second.distance = problem_distance(problem, tuned, kOtherAttr);
-          it->second.problem = std::move(tuned);
-        }
-      } catch (const Error&) {
-      }
-    }
+    auto it = nearby.find(row.problem);
+    if (it == nearby.end() || !(row.time_median_ms > 0)) continue;
     const double d = it->second.distance + (other_device(row) ? kOtherDevice : 0.0);
     // The nearest first; among measurements of one problem, the user's own before a shipped
     // one, then the fastest (a configuration measured twice).
-    if (std::isfinite(d))
-      by_config[row.config].push_back({d, row.origin == "shipped", row.time_median_ms, i});
+    by_config[row.config].push_back({d, row.origin == "shipped", row.time_median_ms, i});
   }
   // Per kernel: its nearest measurement that the model can use for this problem. A family without
   // a model (or a row its model cannot use) answers nothing here: known before any row is
@@ -152,7 +141,7 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     for (const Row& m : g.rows) {
       const ResultRecord& row = rows[m.index];
       const Config& measured = g.configs.at(row.config);
-      const Problem& at = *problems.at(row.problem).problem;
+      const Problem& at = nearby.at(row.problem).problem;
       if (!family.predict_ms(measured, at, row.time_median_ms, measured, problem, device)) continue;
       nearest.push_back({m.distance, &row, at, measured});
       break;
@@ -255,27 +244,34 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       // predicted from its nearest measurement, and a grid's winners are measured on each of
       // its shapes, so the rest would seldom answer. Reading every row (3978 of the shipped
       // GEMM presets) took 3 ms of a first call; these are a few hundred.
-      std::vector<std::pair<double, std::string>> near;
+      std::vector<std::pair<std::string, Nearby>> near;  // the key as stored, and its problem
       const Config probe = family.default_config(problem, limits);
       for (std::string& key : db->measured_problems(family.name(), hash)) {
         try {
-          const Problem tuned = family.parse_problem(key);
+          Problem tuned = family.parse_problem(key);
           if (!family.predict_ms(probe, tuned, 1.0, probe, problem, device)) continue;
           const double d = problem_distance(problem, tuned, kOtherAttr);
-          if (std::isfinite(d)) near.emplace_back(d, std::move(key));
+          if (std::isfinite(d)) near.push_back({std::move(key), Nearby{std::move(tuned), d}});
         } catch (const Error&) {
         }
       }
       const std::size_t keep = std::min(near.size(), kNearestProblems);
-      std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(keep), near.end());
+      std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(keep), near.end(),
+                        [](const auto& a, const auto& b) {
+                          return std::tie(a.second.distance, a.first) <
+                                 std::tie(b.second.distance, b.first);
+                        });
+      near.resize(keep);
       std::vector<std::string> keys;
-      for (std::size_t i = 0; i < keep; ++i) keys.push_back(std::move(near[i].second));
+      for (const auto& [key, n] : near) keys.push_back(key);
+      const std::map<std::string, Nearby> nearby(std::make_move_iterator(near.begin()),
+                                                 std::make_move_iterator(near.end()));
       std::vector<ResultRecord> measured = db->measurements(family.name(), hash, keys);
       std::erase_if(measured, [&](const ResultRecord& row) {
         return row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor;
       });
       auto other_device = [&](const ResultRecord& row) { return !same_device(row); };
-      if (auto r = predicted(measured, other_device, family, problem, device)) return *r;
+      if (auto r = predicted(measured, nearby, other_device, family, problem, device)) return *r;
     }
     best = db->best_results(family.name(), hash);
     // 3. nearest tuned problem of this device
