@@ -362,6 +362,101 @@ void CublasLtFmaDgemm::run(int i, double alpha, const double* a, const double* b
                "cublasLtMatmul (FMA units)");
 }
 
+struct CublasLtGemm16::State {
+  cublasLtHandle_t handle = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  std::vector<cublasLtMatmulHeuristicResult_t> algos;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = std::size_t(32) << 20;
+
+  void release_plan() {
+    if (op) cublasLtMatmulDescDestroy(op);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    op = nullptr, a = b = c = nullptr;
+    algos.clear();
+  }
+};
+
+CublasLtGemm16::CublasLtGemm16() : state_(new State) {
+  try {
+    check_cublas(cublasLtCreate(&state_->handle), "cublasLtCreate");
+    check(cudaMalloc(&state_->workspace, state_->workspace_bytes),
+          "cudaMalloc (cuBLASLt workspace)");
+  } catch (...) {
+    if (state_->handle) cublasLtDestroy(state_->handle);
+    delete state_;
+    throw;
+  }
+}
+
+CublasLtGemm16::~CublasLtGemm16() {
+  state_->release_plan();
+  if (state_->workspace) cudaFree(state_->workspace);
+  if (state_->handle) cublasLtDestroy(state_->handle);
+  delete state_;
+}
+
+int CublasLtGemm16::plan(bool bf16, bool out_f32, bool ta, bool tb, int m, int n, int k, int lda,
+                         int ldb, int ldc, int max_algos) {
+  State& s = *state_;
+  s.release_plan();
+  const cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_16F, out = out_f32 ? CUDA_R_32F : in;
+  check_cublas(cublasLtMatmulDescCreate(&s.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+               "cublasLtMatmulDescCreate");
+  const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof(oa)),
+               "cublasLtMatmulDescSetAttribute");
+  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof(ob)),
+               "cublasLtMatmulDescSetAttribute");
+  check_cublas(cublasLtMatrixLayoutCreate(&s.a, in, ta ? k : m, ta ? m : k, lda),
+               "cublasLtMatrixLayoutCreate");
+  check_cublas(cublasLtMatrixLayoutCreate(&s.b, in, tb ? n : k, tb ? k : n, ldb),
+               "cublasLtMatrixLayoutCreate");
+  check_cublas(cublasLtMatrixLayoutCreate(&s.c, out, m, n, ldc), "cublasLtMatrixLayoutCreate");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  cublasStatus_t st =
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &s.workspace_bytes, sizeof(s.workspace_bytes));
+  const int count = std::max(1, max_algos);
+  std::vector<cublasLtMatmulHeuristicResult_t> found(static_cast<std::size_t>(count));
+  int returned = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(s.handle, s.op, s.a, s.b, s.c, s.c, pref, count,
+                                        found.data(), &returned);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check_cublas(st, "cublasLtMatmulAlgoGetHeuristic");
+  for (int i = 0; i < returned; ++i)
+    if (found[i].state == CUBLAS_STATUS_SUCCESS) s.algos.push_back(found[i]);
+  return static_cast<int>(s.algos.size());
+}
+
+std::string CublasLtGemm16::describe(int i) const {
+  const cublasLtMatmulAlgo_t& algo = state_->algos.at(static_cast<std::size_t>(i)).algo;
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
+    int v = 0;
+    std::size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+    return std::to_string(v);
+  };
+  return "heuristic #" + std::to_string(i + 1) + ": algo " + get(CUBLASLT_ALGO_CONFIG_ID) +
+         " tile " + get(CUBLASLT_ALGO_CONFIG_TILE_ID) + " stages " +
+         get(CUBLASLT_ALGO_CONFIG_STAGES_ID) + " split " + get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+}
+
+void CublasLtGemm16::run(int i, float alpha, const void* a, const void* b, float beta, void* c,
+                         CUstream stream) {
+  State& s = *state_;
+  const cublasLtMatmulHeuristicResult_t& r = s.algos.at(static_cast<std::size_t>(i));
+  check_cublas(
+      cublasLtMatmul(s.handle, s.op, &alpha, a, s.a, b, s.b, &beta, c, s.c, c, s.c, &r.algo,
+                     s.workspace, s.workspace_bytes, reinterpret_cast<cudaStream_t>(stream)),
+      "cublasLtMatmul (16-bit inputs)");
+}
+
 namespace {
 
 // Eight independent accumulators per thread hide the FMA latency; the result is stored only

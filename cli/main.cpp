@@ -434,9 +434,12 @@ int main(int argc, char** argv) {
   // The suite has its own shapes and ops.
   tune_gemm->get_option("--suite")->excludes("--shape")->excludes("--op");
   tune_gemm->get_option("--grid")->excludes("--shape")->excludes("--op")->excludes("--suite");
-  // Families of family files: one option per problem axis.
+  // Families of family files, and the built-in families described by their axes alone
+  // (gemm_tc): one option per problem axis.
   std::vector<std::pair<CLI::App*, std::string>> tune_user;
-  for (const ktune::Family* family : ktune::user_families()) {
+  std::vector<const ktune::Family*> by_axes = {&ktune::find_family("gemm_tc")};
+  for (const ktune::Family* family : ktune::user_families()) by_axes.push_back(family);
+  for (const ktune::Family* family : by_axes) {
     auto* cmd = add_family(family->name().c_str(),
                            (family->description() + " (" + family->origin() + ")").c_str());
     add_axis_options(cmd, *family, problem);
@@ -581,8 +584,12 @@ int main(int argc, char** argv) {
   bench_gemm->add_option("--op", bench_op, "with --shape: nn, nt, tn or tt")
       ->check(CLI::IsMember({"nn", "nt", "tn", "tt"}))
       ->capture_default_str();
-  bench_gemm->add_option("--dtype", bench_dtype, "f32, f64 or all")
-      ->check(CLI::IsMember({"f32", "f64", "all"}))
+  bench_gemm
+      ->add_option("--dtype", bench_dtype,
+                   "f32, f64 or all (FMA units and FP64 tensor cores, against cuBLAS), or bf16 or "
+                   "f16 (the tensor-core family gemm_tc, C of the same type, op tn, against "
+                   "cuBLASLt)")
+      ->check(CLI::IsMember({"f32", "f64", "all", "bf16", "f16"}))
       ->capture_default_str();
   // The any-shape benchmark: its own database, so that neither stage sees the user's results.
   RandomShapesArgs bench_random;
@@ -857,6 +864,9 @@ int main(int argc, char** argv) {
       const std::string family = bench_ew->parsed()     ? "elementwise"
                                  : bench_hist->parsed() ? "histogram"
                                                         : "gemm";
+      // The tensor-core kernels take op tn only: that is the default op of their --shape.
+      const bool tc = bench_dtype == "bf16" || bench_dtype == "f16";
+      if (tc && bench_gemm->get_option("--op")->count() == 0) bench_op = "tn";
       code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,
                        bench_op);
     } else if (db_export->parsed()) {

@@ -91,7 +91,7 @@ CompileRequest Family::compile_request(const Config& config, const Problem& prob
   r.headers = std::move(s.headers);
   r.options = std::move(s.options);
   r.name_expressions = name_expressions(config, problem);
-  r.arch = arch;
+  r.arch = compile_arch(arch);
   return r;
 }
 

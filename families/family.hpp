@@ -90,6 +90,9 @@ class Family {
   virtual std::string origin() const { return "built-in"; }
   // The sources: by default the embedded template source_file() and the headers it includes.
   virtual SourceSet sources() const;
+  // The target NVRTC compiles for on a device of `arch` ("sm_90"): the family's kernels may need
+  // the architecture-specific one ("sm_90a", for wgmma), whose CUBIN runs on that device only.
+  virtual std::string compile_arch(const std::string& arch) const { return arch; }
   // For `ktune params`: problem axes ("name\trange\thelp") and constraints ("why\trule"), where
   // the family declares them as data.
   virtual std::vector<std::string> describe_axes() const { return {}; }

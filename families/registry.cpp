@@ -22,6 +22,7 @@ namespace ktune {
 const Family& elementwise_family();
 const Family& gemm_family();
 const Family& gemm_skinny_family();
+const Family& gemm_tc_family();
 const Family& histogram_family();
 
 namespace {
@@ -93,7 +94,8 @@ void load_environment(Registry& r) {
 }  // namespace
 
 std::vector<const Family*> builtin_families() {
-  return {&elementwise_family(), &gemm_family(), &gemm_skinny_family(), &histogram_family()};
+  return {&elementwise_family(), &gemm_family(), &gemm_skinny_family(), &gemm_tc_family(),
+          &histogram_family()};
 }
 
 std::vector<const Family*> all_families() {

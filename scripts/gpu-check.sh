@@ -57,6 +57,35 @@ for step in "${steps[@]}"; do
           --dtype "$d" --stages "${ANYSHAPE_STAGES:-presets,nearest}" --csv "$OUT/anyshape_$d.csv"
       done
       ;;
+    tune-tc)
+      # The tensor-core GEMM (family gemm_tc, op tn): short tunes of TC_SHAPES (MxNxK), verified,
+      # then torch.matmul on the same shapes for a first comparison (bench/tc_torch.py).
+      for shape in ${TC_SHAPES:-4096x4096x4096 1000x3000x520}; do
+        IFS=x read -r m n k <<<"$shape"
+        for d in ${TC_DTYPES:-bf16}; do
+          run_step "tune-tc-$d-$shape" "$KTUNE" tune gemm_tc --m "$m" --n "$n" --k "$k" --dtype "$d" \
+            --out "${TC_OUT:-$d}" --max-evals "${TC_EVALS:-40}" --strategy "${TC_STRATEGY:-auto}" \
+            --timeout-floor 2
+        done
+      done
+      "$KTUNE" query --family gemm_tc > "$LOGS/tc-query.txt" 2>&1
+      "$KTUNE" query --family gemm_tc --all --json > "$OUT/tc_all.json" 2>/dev/null
+      cat "$LOGS/tc-query.txt"
+      [ -n "${TC_TORCH:-}" ] && run_step tc-torch python3 bench/tc_torch.py ${TC_SHAPES:-4096x4096x4096 1000x3000x520}
+      ;;
+    bench-tc)
+      # ktune's gemm_tc (the runtime's choice) against cuBLASLt, verified: TC_SHAPES, else the suite.
+      for d in ${TC_DTYPES:-bf16}; do
+        if [ -n "${TC_BENCH_SHAPES:-}" ]; then
+          for shape in $TC_BENCH_SHAPES; do
+            run_step "bench-tc-$d-$shape" "$KTUNE" bench gemm --dtype "$d" --shape "$shape" \
+              --csv "$OUT/bench_tc_${d}_$shape.csv"
+          done
+        else
+          run_step "bench-tc-$d" "$KTUNE" bench gemm --dtype "$d" --csv "$OUT/bench_gemm_${d}.csv"
+        fi
+      done
+      ;;
     tune-grid)
       # The preset grid (ktune tune gemm --grid; docs/GEMM.md, "The preset grid") for
       # GRID_DTYPES, into a database of its own; this GPU's winners exported as JSON for

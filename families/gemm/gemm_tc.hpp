@@ -1,0 +1,75 @@
+// The tensor-core GEMM family for 16-bit inputs (gemm_tc.cuh): bf16 and fp16 in, fp32 accumulation,
+// fp32 or the input type out, on sm_90 (wgmma, TMA). Column-major BLAS calls, as the gemm family.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "platform/device.hpp"
+#include "platform/problem.hpp"
+
+namespace ktune {
+
+class Family;
+class Kernel;
+
+// C(m x n) = alpha * op(A) * op(B) + beta * C, column-major, A and B of `dtype` ("bf16", "f16"),
+// C of `out` ("f32" or the input's dtype).
+struct TcCall {
+  std::string dtype = "bf16", out = "f32";
+  bool trans_a = true, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  float alpha = 1, beta = 0;
+  const void* a = nullptr;
+  std::int64_t lda = 1;
+  const void* b = nullptr;
+  std::int64_t ldb = 1;
+  void* c = nullptr;
+  std::int64_t ldc = 1;
+};
+
+// The problem of a call: sizes m, n, k and align (elements: operand pointers and leading
+// dimensions are multiples of it; the kernels need 8, 16 bytes, for the TMA), attributes dtype,
+// out and op.
+Problem gemm_tc_problem(const std::string& dtype, const std::string& out, bool trans_a,
+                        bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, int align);
+
+// Largest of {8, 4, 2, 1} elements dividing the operand pointers' alignment and their leading
+// dimensions.
+int gemm_tc_alignment(const TcCall& call);
+
+// How far a computed element of C may be from the exact sum ref of its k products (A and B of
+// a 16-bit type multiply exactly) whose magnitudes add up to absref, for C of type `out`:
+// |c - ref| <= rel |ref| + acc absref. rel is the output's rounding (2^-8 for bf16, 2^-11 for
+// fp16, 0 for f32); acc covers the fp32 accumulation, whose rounding errors of random signs grow
+// like sqrt(k): 16 u_f32 sqrt(k) (times 1 + rel). One product lost or counted twice (|a b| about
+// 1/4 of absref / k for uniform inputs) exceeds it, on average, for k up to about 10^4.
+struct TcTolerance {
+  double rel = 0, acc = 0;
+};
+TcTolerance gemm_tc_tolerance(const std::string& out, std::int64_t k);
+
+// The wgmma wrappers the kernels include (gemm_tc_wgmma.cuh), generated for every BN.
+std::string gemm_tc_wgmma_header();
+
+// Runs the compiled candidate on a call with m, n, k > 0 whose problem the family accepts.
+void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& call,
+                    CUstream stream);
+
+const Family& gemm_tc_family();
+
+// The shapes `ktune tune gemm_tc --suite` and `ktune bench gemm --dtype bf16|f16` use.
+struct TcShape {
+  std::int64_t m, n, k;
+};
+std::vector<TcShape> gemm_tc_suite();
+
+// The call of a gemm_tc workload (its verified buffers), for running cuBLAS on the same data;
+// throws Error(kInternal) for another family's workload.
+class Workload;
+TcCall gemm_tc_workload_call(const Workload& workload);
+
+}  // namespace ktune

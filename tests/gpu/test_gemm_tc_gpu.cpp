@@ -1,0 +1,149 @@
+// GPU tests of the tensor-core GEMM (family gemm_tc, sm_90): configurations of every code path
+// (tile shapes, one or two consumer warpgroups, clusters with TMA multicast, the persistent grid)
+// against a host reference in double, with alpha and beta, edges in m, n and k, an odd ldc (the
+// scalar stores) and rows of C past m that must stay as they were.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "families/family.hpp"
+#include "families/gemm/gemm_tc.hpp"
+#include "gpu_util.hpp"
+#include "platform/kernel_cache.hpp"
+
+namespace ktune {
+namespace {
+
+using testing::download;
+using testing::upload;
+
+// Values i / 128 with |i| <= 128: exact in bf16 and fp16, so every product is exact and the
+// reference in double is the exact sum.
+std::uint16_t encode(float v, bool bf16) {
+  if (bf16) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return static_cast<std::uint16_t>(bits >> 16);  // exact: the low half is zero
+  }
+  if (v == 0) return 0;
+  const std::uint16_t sign = v < 0 ? 0x8000 : 0;
+  int e = 0;
+  const double frac = std::frexp(std::fabs(v), &e);  // |v| = frac 2^e, frac in [0.5, 1)
+  const auto mant = static_cast<std::uint16_t>(std::lround((frac * 2 - 1) * 1024));
+  return static_cast<std::uint16_t>(sign | ((e - 1 + 15) << 10) | mant);
+}
+
+double decode(std::uint16_t h, bool bf16) {
+  if (bf16) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  const int e = (h >> 10) & 31, m = h & 1023;
+  const double mag = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+  return h & 0x8000 ? -mag : mag;
+}
+
+struct Case {
+  std::string dtype, out;
+  std::int64_t m, n, k;
+  Config changes;  // over the default configuration
+};
+
+void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint64_t seed) {
+  const Family& f = gemm_tc_family();
+  const Problem p = gemm_tc_problem(c.dtype, c.out, true, false, c.m, c.n, c.k, 8);
+  Config config = f.default_config(p, device.limits());
+  for (const auto& [name, value] : c.changes) config[name] = value;
+  const std::string label = p.key() + " " + to_string(config);
+  ASSERT_EQ(f.reject(config, p, device.limits()), "") << label;
+  const bool bf16 = c.dtype == "bf16", out16 = c.out != "f32", out_bf16 = c.out == "bf16";
+  const std::int64_t lda = (c.k + 7) / 8 * 8 + 8, ldb = lda, ldc = c.m + 3;  // odd ldc
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> pick(-128, 128);
+  std::vector<double> a(static_cast<std::size_t>(lda * c.m), 0),
+      b(static_cast<std::size_t>(ldb * c.n), 0), c0(static_cast<std::size_t>(ldc * c.n));
+  std::vector<std::uint16_t> ha(a.size()), hb(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ha[i] = encode(static_cast<float>(a[i] = pick(rng) / 128.0), bf16);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    hb[i] = encode(static_cast<float>(b[i] = pick(rng) / 128.0), bf16);
+  for (auto& v : c0) v = pick(rng) / 128.0;
+  detail::DeviceBuffer da(ha.size() * 2), db(hb.size() * 2), dc(c0.size() * (out16 ? 2 : 4));
+  upload(da.get(), ha);
+  upload(db.get(), hb);
+  if (out16) {
+    std::vector<std::uint16_t> hc(c0.size());
+    for (std::size_t i = 0; i < c0.size(); ++i) hc[i] = encode(static_cast<float>(c0[i]), out_bf16);
+    upload(dc.get(), hc);
+  } else {
+    std::vector<float> hc(c0.begin(), c0.end());
+    upload(dc.get(), hc);
+  }
+  TcCall call;
+  call.dtype = c.dtype, call.out = c.out;
+  call.m = c.m, call.n = c.n, call.k = c.k;
+  call.alpha = 1.5f, call.beta = 0.5f;
+  call.a = reinterpret_cast<const void*>(da.get()), call.lda = lda;
+  call.b = reinterpret_cast<const void*>(db.get()), call.ldb = ldb;
+  call.c = reinterpret_cast<void*>(dc.get()), call.ldc = ldc;
+  ASSERT_EQ(gemm_tc_alignment(call), 8);
+  auto kernel = cache.get(f.compile_request(config, p, device.limits().arch()));
+  gemm_tc_launch(*kernel, config, call, nullptr);
+  testing::synchronize();
+  std::vector<double> got(c0.size());
+  if (out16) {
+    const auto h = download<std::uint16_t>(dc.get(), c0.size());
+    for (std::size_t i = 0; i < h.size(); ++i) got[i] = decode(h[i], out_bf16);
+  } else {
+    const auto h = download<float>(dc.get(), c0.size());
+    got.assign(h.begin(), h.end());
+  }
+  const TcTolerance tol = gemm_tc_tolerance(c.out, c.k);
+  std::int64_t wrong = 0;
+  for (std::int64_t j = 0; j < c.n; ++j)
+    for (std::int64_t i = 0; i < ldc; ++i) {
+      const std::size_t e = static_cast<std::size_t>(i + j * ldc);
+      if (i >= c.m) {  // rows past m: untouched
+        if (got[e] != c0[e] && ++wrong <= 3) ADD_FAILURE() << label << ": row " << i << " written";
+        continue;
+      }
+      double sum = 0, mag = 0;
+      for (std::int64_t q = 0; q < c.k; ++q) {
+        const double pr =
+            a[static_cast<std::size_t>(q + i * lda)] * b[static_cast<std::size_t>(q + j * ldb)];
+        sum += pr;
+        mag += std::fabs(pr);
+      }
+      const double ref = 1.5 * sum + 0.5 * c0[e];
+      const double bound =
+          tol.rel * std::fabs(ref) + 1.5 * tol.acc * mag + 1e-6 * std::fabs(c0[e]) + 1e-12;
+      if (!(std::fabs(got[e] - ref) <= bound) && ++wrong <= 3)
+        ADD_FAILURE() << label << ": C(" << i << ", " << j << ") = " << got[e] << ", expected "
+                      << ref;
+    }
+  EXPECT_EQ(wrong, 0) << label;
+}
+
+TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major != 9)
+    GTEST_SKIP() << "gemm_tc runs on sm_90 only (wgmma, TMA); this GPU is "
+                 << ktune_held_device.limits().arch();
+  KernelCache cache(ktune_held_device, nullptr);
+  const std::vector<Case> cases = {
+      {"bf16", "bf16", 1000, 3000, 520, {}},
+      {"f16", "f32", 2500, 3000, 136, {{"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}}},
+      {"bf16", "f32", 64, 8, 40, {}},
+      {"f16", "f16", 77, 1025, 4100, {{"CONSUMERS", 1}, {"WM", 128}, {"STAGES", 6}}},
+      {"bf16", "f32", 1500, 4000, 200, {{"BN", 64}, {"WM", 128}, {"STAGES", 2}, {"PERSIST", 1}}},
+      {"bf16", "bf16", 2000, 520, 200, {{"BN", 192}, {"CLUSTER", 2}, {"GROUP", 1}}},
+  };
+  std::uint64_t seed = 7;
+  for (const Case& c : cases) run_case(ktune_held_device, cache, c, ++seed);
+}
+
+}  // namespace
+}  // namespace ktune

@@ -1,0 +1,150 @@
+// Host tests of the tensor-core GEMM family (gemm_tc): its problems and their checks, the space's
+// constraints against the device limits, the default for every problem, the tolerance of the
+// verification, and real NVRTC compiles for sm_90a (wgmma, TMA, clusters) without spills.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "families/family.hpp"
+#include "families/gemm/gemm_tc.hpp"
+#include "families/registry.hpp"
+#include "ktune/error.hpp"
+#include "platform/nvrtc.hpp"
+#include "tuner/space.hpp"
+
+namespace ktune {
+namespace {
+
+const DeviceLimits kH100 = DeviceLimits::for_arch(9, 0);
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string rejection(const Problem& p) {
+  try {
+    find_family("gemm_tc").validate(p);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return {};
+}
+
+TEST(GemmTc, ProblemsTakeSixteenBitInputsBothKContiguous) {
+  EXPECT_EQ(rejection(gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8)), "");
+  EXPECT_EQ(rejection(gemm_tc_problem("f16", "f32", true, false, 1, 1, 1, 8)), "");
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", false, false, 64, 64, 64, 8)),
+                       "op must be tn"));
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("f32", "f32", true, false, 64, 64, 64, 8)),
+                       "dtype must be bf16 or f16"));
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "f16", true, false, 64, 64, 64, 8)),
+                       "out must be f32 or the input dtype"));
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", true, false, 64, 64, 64, 4)),
+                       "align must be 8"));
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", true, false, 0, 64, 64, 8)),
+                       "m must be in"));
+  // A key from a database or a caller is parsed and checked the same way.
+  EXPECT_THROW(find_family("gemm_tc").parse_problem(
+                   "align=8;dtype=bf16;k=64;m=64;n=64;op=tn;out=bf16;extra=1"),
+               Error);
+}
+
+TEST(GemmTc, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
+  const Family& f = find_family("gemm_tc");
+  for (const Problem& p : {gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8),
+                           gemm_tc_problem("f16", "f32", true, false, 100, 3000, 70, 8),
+                           gemm_tc_problem("bf16", "f32", true, false, 8192, 64, 64, 8)}) {
+    SearchSpace space(f, p, kH100);
+    ASSERT_GT(space.size(), 0u) << p.key();
+    for (const Config& c : space.configs()) {
+      const std::int64_t bm = c.at("WM") * c.at("CONSUMERS"), bn = c.at("BN");
+      const std::int64_t smem = c.at("STAGES") * (bm + bn) * 64 * 2 + 1024;
+      EXPECT_LE(smem, kH100.smem_per_block_optin) << to_string(c);
+      EXPECT_LE(c.at("WM") / 64 * bn, 256) << "accumulators: " << to_string(c);
+      EXPECT_EQ(f.block_threads(c, p), (c.at("CONSUMERS") + 1) * 128);
+    }
+  }
+  // One tile row: no cluster pair and no rasterisation group.
+  const Problem flat = gemm_tc_problem("bf16", "bf16", true, false, 4096, 64, 4096, 8);
+  Config c = f.default_config(flat, kH100);
+  c["CLUSTER"] = 2;
+  EXPECT_TRUE(contains(f.reject(c, flat, kH100), "cluster needs two tile rows"));
+  c = f.default_config(flat, kH100);
+  c["GROUP"] = 16;
+  EXPECT_TRUE(contains(f.reject(c, flat, kH100), "GROUP taller than the grid"));
+  // Too deep a pipeline for the shared memory, and a GPU without wgmma.
+  c = f.default_config(flat, kH100);
+  c["BN"] = 256, c["WM"] = 64, c["STAGES"] = 6;
+  EXPECT_TRUE(contains(
+      f.reject(c, gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8), kH100),
+      "shared memory"));
+  EXPECT_TRUE(contains(f.reject(f.default_config(flat, kH100), flat, DeviceLimits::for_arch(8, 0)),
+                       "needs sm_90"));
+}
+
+TEST(GemmTc, DefaultIsValidForEveryProblemShape) {
+  const Family& f = find_family("gemm_tc");
+  for (std::int64_t m : {1, 63, 4096})
+    for (std::int64_t n : {1, 200, 8192})
+      for (std::int64_t k : {1, 100, 1 << 20}) {
+        const Problem p = gemm_tc_problem("bf16", "f32", true, false, m, n, k, 8);
+        const Config c = f.default_config(p, kH100);
+        EXPECT_NO_THROW(f.check_config(c));
+        EXPECT_EQ(f.reject(c, p, kH100), "") << p.key();
+      }
+}
+
+TEST(GemmTc, ToleranceCatchesOneLostProductAtUsualK) {
+  // The output's rounding for the 16-bit outputs; none for f32.
+  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("bf16", 1).rel, 1.0 / 256);
+  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("f16", 1).rel, 1.0 / 2048);
+  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("f32", 1).rel, 0.0);
+  // The accumulation term grows like sqrt(k).
+  EXPECT_NEAR(gemm_tc_tolerance("f32", 4096).acc / gemm_tc_tolerance("f32", 1024).acc, 2.0, 1e-12);
+  // Uniform inputs in [-1, 1): |a b| averages 1/4, so absref is about k / 4. A product lost (or
+  // counted twice) moves the sum by about 1/4: more than the tolerance up to k = 8192.
+  for (std::int64_t k : {64, 4096, 8192}) {
+    const TcTolerance t = gemm_tc_tolerance("f32", k);
+    EXPECT_LT(t.acc * static_cast<double>(k) / 4, 0.25) << "k = " << k;
+  }
+  // The fp32 accumulation of exact products: one rounding of the sum (2^-24 relative) fits.
+  const TcTolerance t = gemm_tc_tolerance("f32", 1);
+  EXPECT_GT(t.acc, std::ldexp(1.0, -24));
+}
+
+TEST(GemmTc, WgmmaWrappersCoverEveryTileWidth) {
+  const std::string h = gemm_tc_wgmma_header();
+  for (const char* n : {"m64n64k16", "m64n128k16", "m64n192k16", "m64n256k16"}) {
+    EXPECT_TRUE(contains(h, std::string(n) + ".f32.bf16.bf16")) << n;
+    EXPECT_TRUE(contains(h, std::string(n) + ".f32.f16.f16")) << n;
+  }
+  // m64n256k16 takes 128 accumulators, then the two descriptors and the scale flag.
+  EXPECT_TRUE(contains(h, "%127}, %128, %129, p, 1, 1, 0, 0;"));
+}
+
+TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
+  const Family& f = find_family("gemm_tc");
+  const Problem p = gemm_tc_problem("f16", "f32", true, false, 4000, 3000, 520, 8);
+  std::vector<Config> configs = {f.default_config(p, kH100)};
+  Config big = configs.front();
+  big["BN"] = 256, big["STAGES"] = 4, big["CLUSTER"] = 2, big["PERSIST"] = 1;
+  configs.push_back(big);
+  Config one = configs.front();
+  one["CONSUMERS"] = 1, one["WM"] = 128;
+  configs.push_back(one);
+  for (const Config& c : configs) {
+    ASSERT_EQ(f.reject(c, p, kH100), "") << to_string(c);
+    const CompileRequest r = f.compile_request(c, p, "sm_90");
+    EXPECT_EQ(r.arch, "sm_90a");  // wgmma and setmaxnreg need the architecture-specific target
+    CompileResult out;
+    ASSERT_NO_THROW(out = compile(r)) << to_string(c);
+    ASSERT_EQ(out.resources.size(), 1u);
+    EXPECT_EQ(local_memory_reason(out.resources[0]), "") << to_string(c);
+    EXPECT_EQ(f.reject_compiled(c, p, kH100, out.resources[0]), "");
+  }
+}
+
+}  // namespace
+}  // namespace ktune
