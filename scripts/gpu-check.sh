@@ -86,6 +86,16 @@ for step in "${steps[@]}"; do
         fi
       done
       ;;
+    ncu-tc)
+      # Nsight Compute on the runtime's 4096^3 bf16 gemm_tc kernel (tensor pipe, stalls): the bench
+      # with one timed run; only ktune's kernel is profiled.
+      run_step ncu-tc ncu --target-processes all -k regex:gemm_tc -c 1 \
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+        --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active \
+        "$KTUNE" bench gemm --dtype bf16 --shape 4096x4096x4096 --repeats 1
+      cp "$LOGS/ncu-tc.log" "$OUT/ncu_gemm_tc_bf16_4096.txt"
+      ;;
     tune-grid)
       # The preset grid (ktune tune gemm --grid; docs/GEMM.md, "The preset grid") for
       # GRID_DTYPES, into a database of its own; this GPU's winners exported as JSON for

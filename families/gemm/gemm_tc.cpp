@@ -62,7 +62,7 @@ struct View {
 View view_of(std::int64_t m, std::int64_t n, std::int64_t k) { return {n, m, k}; }
 
 struct Tile {
-  std::int64_t bm, bn, stages, consumers, wm, group, cluster, persist;
+  std::int64_t bm, bn, stages, consumers, wm, group, cluster, persist, pingpong;
   std::int64_t stage_bytes() const { return (bm + bn) * kBk * 2; }
   std::int64_t smem() const { return stages * stage_bytes() + 1024; }
   std::int64_t threads() const { return (consumers + 1) * 128; }
@@ -72,7 +72,8 @@ Tile tile_of(const Config& c) {
   t.bn = get(c, "BN");
   t.wm = get(c, "WM");
   t.consumers = get(c, "CONSUMERS");
-  t.bm = t.wm * t.consumers;
+  t.pingpong = get(c, "PINGPONG");
+  t.bm = t.pingpong ? t.wm : t.wm * t.consumers;
   t.stages = get(c, "STAGES");
   t.group = get(c, "GROUP");
   t.cluster = get(c, "CLUSTER");
@@ -116,13 +117,20 @@ class GemmTcFamily final : public Family {
     params_ = {
         {"BN", {64, 128, 192, 256}, "columns of the output tile per block (the wgmma's N)"},
         {"WM", {64, 128}, "rows of the output tile per consumer warpgroup (one or two m64 MMAs)"},
-        {"CONSUMERS", {1, 2}, "consumer warpgroups per block (the tile has WM x CONSUMERS rows)"},
+        {"CONSUMERS",
+         {1, 2},
+         "consumer warpgroups per block (the tile has WM x CONSUMERS rows, or WM each with "
+         "PINGPONG)"},
         {"STAGES", {2, 3, 4, 5, 6}, "shared-memory buffers of the TMA -> wgmma pipeline"},
         {"GROUP", {1, 8, 16}, "tile rows per rasterisation group (L2 reuse between blocks)"},
         {"CLUSTER",
          {1, 2},
          "blocks per thread-block cluster: 2 share the Y tile, each loading half for both (TMA "
          "multicast)"},
+        {"PINGPONG",
+         {0, 1},
+         "1: the two consumer warpgroups take turns, each with a tile of WM rows of its own (one "
+         "stores while the other multiplies); 0: they share a tile of 2 WM rows"},
         {"PERSIST",
          {0, 1},
          "1: as many blocks as fit on the GPU at once walk the tiles (the next tile's loads "
@@ -171,13 +179,18 @@ class GemmTcFamily final : public Family {
   }
   std::vector<Problem> default_problems() const override { return {check_problems().front()}; }
 
-  // Every tile shape at one depth and group; each depth and group on one tile.
+  // Every tile shape and schedule at one depth and group without clusters; each depth, group
+  // and cluster on one tile; clusters of consumers taking turns on one tile (PERSIST does not
+  // change the kernel).
   std::vector<Config> check_configs(const std::vector<Config>& space) const override {
     std::vector<Config> out;
     for (const auto& c : space) {
-      const bool shapes = c.at("STAGES") == 4 && c.at("GROUP") == 8;
-      const bool rest = c.at("BN") == 128 && c.at("WM") == 64 && c.at("CONSUMERS") == 2;
-      if (shapes || rest) out.push_back(c);
+      const bool usual = c.at("STAGES") == 4 && c.at("GROUP") == 8;
+      const bool shapes = usual && c.at("CLUSTER") == 1;
+      const bool rest =
+          c.at("BN") == 128 && c.at("WM") == 64 && c.at("CONSUMERS") == 2 && c.at("PINGPONG") == 0;
+      const bool turns = usual && c.at("BN") == 256 && c.at("PINGPONG") == 1;
+      if ((shapes || rest || turns) && c.at("PERSIST") == 0) out.push_back(c);
     }
     return out;
   }
@@ -216,6 +229,7 @@ class GemmTcFamily final : public Family {
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
     if (limits.cc_major != 9) return "needs sm_90 (wgmma and the TMA)";
     const Tile t = tile_of(c);
+    if (t.pingpong && t.consumers != 2) return "PINGPONG takes two consumer warpgroups";
     if (t.wm / 64 * t.bn > 256) return "more accumulators than the registers hold";
     if (t.smem() > limits.smem_per_block_optin) return "more shared memory than a block may have";
     if (t.threads() > limits.max_threads_per_block) return "more threads than a block may have";
@@ -243,19 +257,22 @@ class GemmTcFamily final : public Family {
     const int in = type_code(p.attr("dtype")) - 1, out = type_code(p.attr("out"));
     auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
     return {"ktune::tc::gemm_tc<" + std::to_string(in) + ", " + std::to_string(out) + arg("BN") +
-            arg("WM") + arg("CONSUMERS") + arg("STAGES") + arg("GROUP") + arg("CLUSTER") + ">"};
+            arg("WM") + arg("CONSUMERS") + arg("STAGES") + arg("GROUP") + arg("CLUSTER") +
+            arg("PINGPONG") + ">"};
   }
 
-  // The 128 x 128 tile of two consumer warpgroups, four stages: the usual Hopper start; groups
+  // The 128 x 256 tile of two consumer warpgroups sharing it, four stages (the fastest at
+  // 4096^3 and 8192^3 on the H200 after the persistent grid, which few tiles cannot use); groups
   // of 8 tile rows where the grid has more than 4.
   Config default_config(const Problem& p, const DeviceLimits&) const override {
     const std::int64_t tiles_m = (view_of(p.size("m"), p.size("n"), p.size("k")).m + 127) / 128;
-    return {{"BN", 128},
+    return {{"BN", 256},
             {"WM", 64},
             {"CONSUMERS", 2},
             {"STAGES", 4},
             {"GROUP", tiles_m > 4 ? 8 : 1},
             {"CLUSTER", 1},
+            {"PINGPONG", 0},
             {"PERSIST", 0}};
   }
 
@@ -499,8 +516,9 @@ void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& ca
   void* params[] = {const_cast<TmaMap*>(&map_x), const_cast<TmaMap*>(&map_y), &args};
   const std::int64_t units =
       static_cast<std::int64_t>((args.tiles_m + t.cluster - 1) / t.cluster) * args.tiles_n;
-  std::int64_t grid_units = units;
-  if (t.persist) grid_units = std::min(units, resident_units(kernel, t));
+  // Consumers taking turns need two units per block at least.
+  std::int64_t grid_units = t.pingpong ? (units + 1) / 2 : units;
+  if (t.persist) grid_units = std::min(grid_units, resident_units(kernel, t));
   const unsigned grid = static_cast<unsigned>(grid_units * t.cluster);
   const unsigned threads = static_cast<unsigned>(t.threads()),
                  smem = static_cast<unsigned>(t.smem());

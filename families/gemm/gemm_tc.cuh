@@ -170,6 +170,14 @@ __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
+// Named barriers 1 and 2 between the two consumer warpgroups (barrier 0 is __syncthreads).
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
@@ -181,14 +189,21 @@ __device__ __forceinline__ void cluster_sync() {
 // run together share Y's columns and X's rows in L2); CLUSTER: 1, or 2 blocks of one tile column
 // (tile rows 2u and 2u + 1, a unit) in a thread-block cluster, each loading half of the Y tile
 // for both (TMA multicast), so that Y crosses L2 once per pair.
+// PINGPONG (two consumers): each consumer warpgroup takes every other unit with a tile of its
+// own (BM = WM), so that one stores its tile while the other multiplies.
 // The grid is the host's choice: one block (cluster) per unit, or fewer that walk the units
 // (persistent: the producer loads the next unit's first stages while the consumers store).
-template <int IN, int OUT, int BN, int WM, int CONSUMERS, int STAGES, int GROUP, int CLUSTER>
+template <int IN, int OUT, int BN, int WM, int CONSUMERS, int STAGES, int GROUP, int CLUSTER,
+          int PINGPONG>
 __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     gemm_tc(const __grid_constant__ TmaMap map_x, const __grid_constant__ TmaMap map_y,
             const TcArgs p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int BM = WM * CONSUMERS, BK = 64;
+  // PINGPONG: the two consumer warpgroups take turns, each with a tile of its own (BM = WM):
+  // one stores its tile while the other multiplies; else they share a tile of WM * CONSUMERS
+  // rows.
+  constexpr int BM = PINGPONG ? WM : WM * CONSUMERS, BK = 64;
+  constexpr int TURNS = PINGPONG ? CONSUMERS : 1;  // consumers that take the units in turn
   constexpr int X_BYTES = BM * BK * 2, Y_BYTES = BN * BK * 2;
   constexpr int STAGE_BYTES = X_BYTES + Y_BYTES;
   constexpr int MT = WM / 64;           // m64 MMAs per consumer per k-step
@@ -197,6 +212,7 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256, "BN is a wgmma N");
   static_assert(MT * BN <= 256, "accumulators exceed the registers");
   static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER is 1 or 2");
+  static_assert(!PINGPONG || CONSUMERS == 2, "PINGPONG takes two consumer warpgroups");
   static_assert(Y_PART % 8 == 0, "each CTA's part of Y is whole swizzle atoms");
 
   extern __shared__ unsigned char smem_raw[];
@@ -223,7 +239,7 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, CONSUMERS * CLUSTER);
+      mbar_init(empty0 + 8 * s, (CONSUMERS / TURNS) * CLUSTER);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -271,20 +287,29 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
         for (int r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty0 + 8 * s, r);
       }
     };
-    int it = 0;
-    for (int u = first_unit; u < units; u += unit_step) {
+    // This warpgroup's units: every one (shared tiles), or every other one (PINGPONG), whose
+    // k-tiles sit at ring positions j * ktiles on (j: the unit's place in this CTA's list).
+    for (int j = PINGPONG ? c : 0; first_unit + j * unit_step < units; j += TURNS) {
+      const int u = first_unit + j * unit_step;
+      int it = j * ktiles;
       int tm, tn;
       tile_of(u, tm, tn);
       float acc[MT][BN / 2];
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int j = 0; j < BN / 2; ++j) acc[i][j] = 0.0f;
+        for (int e = 0; e < BN / 2; ++e) acc[i][e] = 0.0f;
+      // Taking turns: this warpgroup's k-tiles follow the other's previous unit in the ring, and
+      // an mbarrier's parity tells one phase from the next only: wait (named barrier 1 + c)
+      // until the other has consumed its unit, then multiply while it stores. Without this wait
+      // the second warpgroup ran phases ahead and read stages not yet loaded.
+      if (PINGPONG && j > 0) named_sync(1 + c, 256);
 
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(full0 + 8 * s, static_cast<u32>(it / STAGES) & 1u);
-        const u32 sx = base + s * STAGE_BYTES + c * WM * 128, sy = base + s * STAGE_BYTES + X_BYTES;
+        const u32 sx = base + s * STAGE_BYTES + (PINGPONG ? 0 : c * WM * 128),
+                  sy = base + s * STAGE_BYTES + X_BYTES;
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
@@ -300,13 +325,14 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       }
       wgmma_wait<0>();
       release((it - 1) % STAGES);
+      if (PINGPONG && first_unit + (j + 1) * unit_step < units) named_arrive(2 - c, 256);
 
-      // Epilogue: the accumulator fragment of thread t in an m64nN MMA holds rows
-      // 16 w + l / 4 (+ 8) and column pairs 8 q + 2 (l % 4), w the warp and l the lane within
-      // the warpgroup.
+        // Epilogue: the accumulator fragment of thread t in an m64nN MMA holds rows
+        // 16 w + l / 4 (+ 8) and column pairs 8 q + 2 (l % 4), w the warp and l the lane within
+        // the warpgroup.
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
-        const int row0 = tm * BM + c * WM + i * 64 + warp * 16 + lane / 4;
+        const int row0 = tm * BM + (PINGPONG ? 0 : c * WM) + i * 64 + warp * 16 + lane / 4;
 #pragma unroll
         for (int q = 0; q < BN / 8; ++q) {
           const int col = tn * BN + q * 8 + (lane % 4) * 2;

@@ -137,9 +137,17 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
       {"bf16", "bf16", 1000, 3000, 520, {}},
       {"f16", "f32", 2500, 3000, 136, {{"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}}},
       {"bf16", "f32", 64, 8, 40, {}},
-      {"f16", "f16", 77, 1025, 4100, {{"CONSUMERS", 1}, {"WM", 128}, {"STAGES", 6}}},
+      {"f16", "f16", 77, 1025, 4100, {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}, {"STAGES", 6}}},
       {"bf16", "f32", 1500, 4000, 200, {{"BN", 64}, {"WM", 128}, {"STAGES", 2}, {"PERSIST", 1}}},
       {"bf16", "bf16", 2000, 520, 200, {{"BN", 192}, {"CLUSTER", 2}, {"GROUP", 1}}},
+      // Consumers taking turns, with an odd number of units per block and with clusters.
+      {"bf16", "bf16", 1000, 1500, 700, {{"PINGPONG", 1}, {"WM", 128}, {"BN", 128}}},
+      {"f16",
+       "f32",
+       2600,
+       3000,
+       300,
+       {{"PINGPONG", 1}, {"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}}},
   };
   std::uint64_t seed = 7;
   for (const Case& c : cases) run_case(ktune_held_device, cache, c, ++seed);

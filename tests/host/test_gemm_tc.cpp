@@ -59,7 +59,9 @@ TEST(GemmTc, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
     SearchSpace space(f, p, kH100);
     ASSERT_GT(space.size(), 0u) << p.key();
     for (const Config& c : space.configs()) {
-      const std::int64_t bm = c.at("WM") * c.at("CONSUMERS"), bn = c.at("BN");
+      const std::int64_t bm = c.at("WM") * (c.at("PINGPONG") ? 1 : c.at("CONSUMERS")),
+                         bn = c.at("BN");
+      if (c.at("PINGPONG")) EXPECT_EQ(c.at("CONSUMERS"), 2) << to_string(c);
       const std::int64_t smem = c.at("STAGES") * (bm + bn) * 64 * 2 + 1024;
       EXPECT_LE(smem, kH100.smem_per_block_optin) << to_string(c);
       EXPECT_LE(c.at("WM") / 64 * bn, 256) << "accumulators: " << to_string(c);
@@ -131,8 +133,11 @@ TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
   Config big = configs.front();
   big["BN"] = 256, big["STAGES"] = 4, big["CLUSTER"] = 2, big["PERSIST"] = 1;
   configs.push_back(big);
+  Config turns = configs.front();
+  turns["PINGPONG"] = 1, turns["WM"] = 128, turns["BN"] = 128, turns["CLUSTER"] = 2;
+  configs.push_back(turns);
   Config one = configs.front();
-  one["CONSUMERS"] = 1, one["WM"] = 128;
+  one["CONSUMERS"] = 1, one["WM"] = 128, one["BN"] = 128;
   configs.push_back(one);
   for (const Config& c : configs) {
     ASSERT_EQ(f.reject(c, p, kH100), "") << to_string(c);
