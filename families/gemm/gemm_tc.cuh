@@ -149,6 +149,56 @@ __device__ __forceinline__ void store_pair(void* d, long long idx, bool two, boo
   }
 }
 
+// One row's 16-byte stores of C = alpha * acc (beta = 0) for the 8-column blocks g .. g + QG - 1
+// of an accumulator fragment (rows of half h): the four lanes of the row (l % 4 = j) trade their
+// column pairs with shuffles so that each holds 16 contiguous bytes. Every lane of the warp must
+// call it (the shuffles); lanes whose row is past m store nothing.
+template <int OUT, int N2>
+__device__ __forceinline__ void store16(void* d, int row, int m, long long ldd, int col0,
+                                        const float (&acc)[N2], int g, int h, int lane,
+                                        float alpha) {
+  const int j = lane & 3;
+  const bool in = row < m;
+  if (OUT == 0) {
+    // Blocks g, g + 1: the even lane of a pair takes block g, the odd one block g + 1.
+    const float2 p0 = make_float2(alpha * acc[g * 4 + h * 2], alpha * acc[g * 4 + h * 2 + 1]);
+    const float2 p1 =
+        make_float2(alpha * acc[(g + 1) * 4 + h * 2], alpha * acc[(g + 1) * 4 + h * 2 + 1]);
+    const bool odd = j & 1;
+    const float2 send = odd ? p0 : p1;
+    float2 got;
+    got.x = __shfl_xor_sync(0xffffffffu, send.x, 1);
+    got.y = __shfl_xor_sync(0xffffffffu, send.y, 1);
+    const float4 v =
+        odd ? make_float4(got.x, got.y, p1.x, p1.y) : make_float4(p0.x, p0.y, got.x, got.y);
+    const int col = col0 + (odd ? 8 + 2 * (j - 1) : 2 * j);
+    if (in)
+      *reinterpret_cast<float4*>(static_cast<float*>(d) + static_cast<long long>(row) * ldd + col) =
+          v;
+  } else {
+    // Blocks g .. g + 3: lane j takes block g + j; w_s is lane s's pair of block g + j.
+    u32 w[4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      w[s] = static_cast<u32>(from_float<OUT>(alpha * acc[(g + s) * 4 + h * 2])) |
+             (static_cast<u32>(from_float<OUT>(alpha * acc[(g + s) * 4 + h * 2 + 1])) << 16);
+    auto pick = [&](int idx) { return idx == 0 ? w[0] : idx == 1 ? w[1] : idx == 2 ? w[2] : w[3]; };
+    // from[x]: lane (j ^ x)'s pair of block g + j.
+    u32 from[4];
+    from[0] = pick(j);
+#pragma unroll
+    for (int x = 1; x < 4; ++x) from[x] = __shfl_xor_sync(0xffffffffu, pick(j ^ x), x);
+    auto got = [&](int s) {  // lane s's pair: from[s ^ j]
+      const int x = s ^ j;
+      return x == 0 ? from[0] : x == 1 ? from[1] : x == 2 ? from[2] : from[3];
+    };
+    const uint4 v = make_uint4(got(0), got(1), got(2), got(3));
+    if (in)
+      *reinterpret_cast<uint4*>(static_cast<u16*>(d) + static_cast<long long>(row) * ldd + col0 +
+                                8 * j) = v;
+  }
+}
+
 // A box into shared memory at the same offset in every CTA of `mask` (a thread-block cluster),
 // completing a transaction of the mbarrier at the same offset in each.
 __device__ __forceinline__ void tma_load_multicast(u32 dst, const TmaMap* map, int k0, int row0,
@@ -277,6 +327,8 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     const int warp = t / 32, lane = t % 32;
     const bool vec =
         (p.ldd % 2 == 0) && (reinterpret_cast<unsigned long long>(p.d) % (OUT == 0 ? 8 : 4) == 0);
+    const bool wide =
+        p.beta == 0.0f && p.ldd % 8 == 0 && reinterpret_cast<unsigned long long>(p.d) % 16 == 0;
     // A stage goes back to the producers of every CTA that wrote into it.
     auto release = [&](int s) {
       if (t != 0) return;
@@ -327,23 +379,36 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       release((it - 1) % STAGES);
       if (PINGPONG && first_unit + (j + 1) * unit_step < units) named_arrive(2 - c, 256);
 
-        // Epilogue: the accumulator fragment of thread t in an m64nN MMA holds rows
-        // 16 w + l / 4 (+ 8) and column pairs 8 q + 2 (l % 4), w the warp and l the lane within
-        // the warpgroup.
+      // Epilogue: the accumulator fragment of thread t in an m64nN MMA holds rows
+      // 16 w + l / 4 (+ 8) and column pairs 8 q + 2 (l % 4), w the warp and l the lane within
+      // the warpgroup. With beta = 0 and a 16-byte aligned C, the four lanes of a row trade
+      // pairs (store16) so that each stores 16 bytes: 4 x fewer stores for 16-bit C, 2 x for
+      // f32; else, and at the right edge, pair by pair.
+      constexpr int QG = OUT == 0 ? 2 : 4;  // 8-column blocks per 16-byte store group
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
         const int row0 = tm * BM + (PINGPONG ? 0 : c * WM) + i * 64 + warp * 16 + lane / 4;
 #pragma unroll
-        for (int q = 0; q < BN / 8; ++q) {
-          const int col = tn * BN + q * 8 + (lane % 4) * 2;
-          if (col >= p.n) continue;
-          const bool two = col + 1 < p.n;
+        for (int g = 0; g < BN / 8; g += QG) {
+          const int col0 = tn * BN + g * 8;
+          if (wide && col0 + QG * 8 <= p.n) {  // uniform over the warp: every lane shuffles
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int row = row0 + 8 * h;
-            if (row < p.m)
-              store_pair<OUT>(p.d, static_cast<long long>(row) * p.ldd + col, two, vec,
-                              acc[i][q * 4 + h * 2], acc[i][q * 4 + h * 2 + 1], p.alpha, p.beta);
+            for (int h = 0; h < 2; ++h)
+              store16<OUT>(p.d, row0 + 8 * h, p.m, p.ldd, col0, acc[i], g, h, lane, p.alpha);
+            continue;
+          }
+#pragma unroll
+          for (int q = g; q < g + QG; ++q) {
+            const int col = tn * BN + q * 8 + (lane % 4) * 2;
+            if (col >= p.n) continue;
+            const bool two = col + 1 < p.n;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = row0 + 8 * h;
+              if (row < p.m)
+                store_pair<OUT>(p.d, static_cast<long long>(row) * p.ldd + col, two, vec,
+                                acc[i][q * 4 + h * 2], acc[i][q * 4 + h * 2 + 1], p.alpha, p.beta);
+            }
           }
         }
       }

@@ -49,7 +49,8 @@ double decode(std::uint16_t h, bool bf16) {
 struct Case {
   std::string dtype, out;
   std::int64_t m, n, k;
-  Config changes;  // over the default configuration
+  Config changes;     // over the default configuration
+  float beta = 0.5f;  // 0: with ldc a multiple of 8, the 16-byte stores
 };
 
 void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint64_t seed) {
@@ -60,7 +61,9 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
   const std::string label = p.key() + " " + to_string(config);
   ASSERT_EQ(f.reject(config, p, device.limits()), "") << label;
   const bool bf16 = c.dtype == "bf16", out16 = c.out != "f32", out_bf16 = c.out == "bf16";
-  const std::int64_t lda = (c.k + 7) / 8 * 8 + 8, ldb = lda, ldc = c.m + 3;  // odd ldc
+  const std::int64_t lda = (c.k + 7) / 8 * 8 + 8, ldb = lda;
+  // An odd ldc (pair stores), or with beta = 0 a multiple of 8 (16-byte stores); rows past m.
+  const std::int64_t ldc = c.beta == 0 ? (c.m + 3 + 7) / 8 * 8 : c.m + 3;
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> pick(-128, 128);
   std::vector<double> a(static_cast<std::size_t>(lda * c.m), 0),
@@ -85,7 +88,7 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
   TcCall call;
   call.dtype = c.dtype, call.out = c.out;
   call.m = c.m, call.n = c.n, call.k = c.k;
-  call.alpha = 1.5f, call.beta = 0.5f;
+  call.alpha = 1.5f, call.beta = c.beta;
   call.a = reinterpret_cast<const void*>(da.get()), call.lda = lda;
   call.b = reinterpret_cast<const void*>(db.get()), call.ldb = ldb;
   call.c = reinterpret_cast<void*>(dc.get()), call.ldc = ldc;
@@ -117,7 +120,7 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
         sum += pr;
         mag += std::fabs(pr);
       }
-      const double ref = 1.5 * sum + 0.5 * c0[e];
+      const double ref = 1.5 * sum + c.beta * c0[e];
       const double bound =
           tol.rel * std::fabs(ref) + 1.5 * tol.acc * mag + 1e-6 * std::fabs(c0[e]) + 1e-12;
       if (!(std::fabs(got[e] - ref) <= bound) && ++wrong <= 3)
@@ -140,6 +143,10 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
       {"f16", "f16", 77, 1025, 4100, {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}, {"STAGES", 6}}},
       {"bf16", "f32", 1500, 4000, 200, {{"BN", 64}, {"WM", 128}, {"STAGES", 2}, {"PERSIST", 1}}},
       {"bf16", "bf16", 2000, 520, 200, {{"BN", 192}, {"CLUSTER", 2}, {"GROUP", 1}}},
+      // beta = 0 and an aligned C: 16-byte stores (partial groups at the right edge).
+      {"bf16", "bf16", 1000, 3000, 520, {}, 0.0f},
+      {"f16", "f32", 2500, 3000, 136, {{"CLUSTER", 2}, {"PERSIST", 1}}, 0.0f},
+      {"f16", "f16", 77, 1025, 4100, {{"BN", 128}}, 0.0f},
       // Consumers taking turns, with an odd number of units per block and with clusters.
       {"bf16", "bf16", 1000, 1500, 700, {{"PINGPONG", 1}, {"WM", 128}, {"BN", 128}}},
       {"f16",
