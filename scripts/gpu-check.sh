@@ -93,7 +93,7 @@ for step in "${steps[@]}"; do
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
         --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
         --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active \
-        "$KTUNE" bench gemm --dtype bf16 --shape 4096x4096x4096 --repeats 1
+        "$KTUNE" bench gemm --dtype bf16 --shape 4096x4096x4096 --repeats 20
       cp "$LOGS/ncu-tc.log" "$OUT/ncu_gemm_tc_bf16_4096.txt"
       ;;
     tune-grid)
