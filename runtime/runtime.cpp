@@ -12,6 +12,7 @@
 #include "families/family.hpp"
 #include "families/file_family.hpp"
 #include "families/gemm/gemm.hpp"
+#include "families/gemm/gemm_tc.hpp"
 #include "families/histogram/histogram.hpp"
 #include "families/registry.hpp"
 #include "ktune/ktune.hpp"
@@ -208,6 +209,64 @@ struct Runtime::Impl {
                                                 stream);
   }
 
+  // bf16 / fp16 A and B: the tensor-core family gemm_tc.
+  void gemm16(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+              float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+              float beta, void* c, std::int64_t ldc, const char* dtype, const char* out,
+              CUstream stream) {
+    const std::string what = std::string("gemm (") + dtype + " -> " + out + ")";
+    const bool row_major = layout == Layout::kRowMajor;
+    const bool ta = op_a == Op::kT, tb = op_b == Op::kT;
+    validate_gemm_args(what.c_str(), row_major, ta, tb, m, n, k, alpha == 0, a, lda, b, ldb, c,
+                       ldc);
+    if (device->limits().cc_major != 9)
+      throw Error(ErrorCode::kUnsupported,
+                  what + ": runs on sm_90 GPUs (wgmma, TMA) only so far; this one is " +
+                      device->limits().arch());
+    if (m == 0 || n == 0) return;
+    TcCall call;
+    call.dtype = dtype, call.out = out;
+    call.alpha = alpha, call.beta = beta;
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (see gemm()).
+    if (row_major) {
+      call.trans_a = tb, call.trans_b = ta;
+      call.m = n, call.n = m;
+      call.a = b, call.lda = ldb, call.b = a, call.ldb = lda;
+    } else {
+      call.trans_a = ta, call.trans_b = tb;
+      call.m = m, call.n = n;
+      call.a = a, call.lda = lda, call.b = b, call.ldb = ldb;
+    }
+    call.k = k;
+    call.c = c;
+    call.ldc = ldc;
+    if (!call.trans_a || call.trans_b)
+      throw Error(ErrorCode::kUnsupported,
+                  what +
+                      ": both operands must be k-contiguous so far: column-major op_a = T and "
+                      "op_b = N, or row-major op_a = N and op_b = T (x @ w.T)");
+    device->make_current();
+    static const Family& family = find_family("gemm_tc");
+    if (k == 0 || alpha == 0) {
+      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, 8);
+      CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
+                                                device->limits().arch());
+      r.name_expressions = {gemm_tc_scale_name(out)};
+      gemm_tc_scale_launch(*kernels->get(r), call, stream);
+      return;
+    }
+    if (gemm_tc_alignment(call) != 8)
+      throw Error(ErrorCode::kUnsupported,
+                  what + ": A, B, lda and ldb must be aligned to 16 bytes (8 elements) so far");
+    const unsigned in_code = call.dtype == "bf16" ? 1 : 2;
+    const unsigned out_code = call.out == "f32" ? 0 : in_code;
+    const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | 8u, call.m, call.n, call.k};
+    const Entry& e = resolve(key, family, [&] {
+      return gemm_tc_problem(dtype, out, true, false, call.m, call.n, call.k, 8);
+    });
+    gemm_tc_launch(*e.kernel, e.choice.config, call, stream);
+  }
+
   template <typename T>
   void elementwise(ElementwiseOp op, const char* what, ElementwisePointers ptr, std::size_t n,
                    CUstream stream) {
@@ -390,6 +449,36 @@ void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t
                    std::int64_t ldb, double beta, double* c, std::int64_t ldc, CUstream stream) {
   const ContextScope scope(*impl().device);
   impl().gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 8, stream);
+}
+
+void Runtime::gemm_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n,
+                      std::int64_t k, float alpha, DataType ab_type, const void* a,
+                      std::int64_t lda, const void* b, std::int64_t ldb, float beta,
+                      DataType c_type, void* c, std::int64_t ldc, CUstream stream) {
+  auto name = [](DataType t) {
+    switch (t) {
+      case DataType::kF32:
+        return "f32";
+      case DataType::kF64:
+        return "f64";
+      case DataType::kBF16:
+        return "bf16";
+      case DataType::kF16:
+        return "f16";
+    }
+    return "?";
+  };
+  if (ab_type != DataType::kBF16 && ab_type != DataType::kF16)
+    throw Error(ErrorCode::kUnsupported,
+                std::string("gemm_ex: A and B of type ") + name(ab_type) +
+                    ": gemm_ex takes bf16 and f16 so far (gemm() takes f32 and f64)");
+  if (c_type != ab_type && c_type != DataType::kF32)
+    throw Error(ErrorCode::kUnsupported, std::string("gemm_ex: C of type ") + name(c_type) +
+                                             " with A and B of " + name(ab_type) +
+                                             ": C is f32 or the type of A and B");
+  const ContextScope scope(*impl().device);
+  impl().gemm16(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, name(ab_type),
+                name(c_type), stream);
 }
 
 void Runtime::copy(float* dst, const float* src, std::size_t n, CUstream stream) {

@@ -528,6 +528,19 @@ void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& ca
     kernel.launch(0, grid, 1, 1, threads, 1, 1, smem, stream, params);
 }
 
+std::string gemm_tc_scale_name(const std::string& out) {
+  return "ktune::tc::tc_scale<" + std::to_string(type_code(out)) + ">";
+}
+
+void gemm_tc_scale_launch(const Kernel& kernel, const TcCall& call, CUstream stream) {
+  void* d = call.c;
+  long long ldd = call.ldc;
+  int rows = static_cast<int>(call.n), cols = static_cast<int>(call.m);  // D = C^T
+  float beta = call.beta;
+  void* params[] = {&d, &ldd, &rows, &cols, &beta};
+  kernel.launch(0, 1024, 1, 1, 256, 1, 1, 0, stream, params);
+}
+
 std::vector<TcShape> gemm_tc_suite() {
   return {{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048},  {1024, 1024, 1024},
           {4095, 4095, 4095}, {8192, 8192, 1024}, {4096, 4096, 16384}, {16384, 1024, 4096}};

@@ -416,7 +416,27 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   }
   // No CTA leaves while its peer may still multicast into it or arrive on its barriers.
   if (CLUSTER > 1) cluster_sync();
+#else
+  __trap();  // compiled for another target than sm_90a: never compute nothing silently
 #endif
+}
+
+// C = beta * C over D (rows x cols, rows of ldd): BLAS's k == 0 or alpha == 0; beta == 0 writes
+// zeros without reading C (NaN in C does not survive).
+template <int OUT>
+__global__ void tc_scale(void* d, long long ldd, int rows, int cols, float beta) {
+  const long long total = static_cast<long long>(rows) * cols;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long idx = (e / cols) * ldd + e % cols;
+    if (OUT == 0) {
+      float* p = static_cast<float*>(d) + idx;
+      *p = beta == 0.0f ? 0.0f : beta * *p;
+    } else {
+      u16* p = static_cast<u16*>(d) + idx;
+      *p = from_float<OUT>(beta == 0.0f ? 0.0f : beta * to_float<OUT - 1>(*p));
+    }
+  }
 }
 
 // Workload helpers (not part of the tuned kernels' instantiations, but in the hashed source).

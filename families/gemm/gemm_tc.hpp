@@ -61,6 +61,11 @@ void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& ca
 
 const Family& gemm_tc_family();
 
+// C = beta * C (k == 0 or alpha == 0 in BLAS) for C of type `out`, with `kernel` compiled from
+// gemm_tc_scale_name(out) in the family's source.
+std::string gemm_tc_scale_name(const std::string& out);
+void gemm_tc_scale_launch(const Kernel& kernel, const TcCall& call, CUstream stream);
+
 // The shapes `ktune tune gemm_tc --suite` and `ktune bench gemm --dtype bf16|f16` use.
 struct TcShape {
   std::int64_t m, n, k;

@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "families/family.hpp"
 #include "families/gemm/gemm_tc.hpp"
 #include "gpu_util.hpp"
+#include "ktune/ktune.hpp"
 #include "platform/kernel_cache.hpp"
 
 namespace ktune {
@@ -158,6 +160,113 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
   };
   std::uint64_t seed = 7;
   for (const Case& c : cases) run_case(ktune_held_device, cache, c, ++seed);
+}
+
+// Through the public API (Runtime::gemm_ex), without a database: row-major x @ w.T with C of the
+// input type, column-major A^T B with C in f32 and beta, k = 0 (C = beta C), and the calls not
+// served yet (other ops, unaligned operands, other types) refused with kUnsupported.
+TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major != 9)
+    GTEST_SKIP() << "gemm_tc runs on sm_90 only; this GPU is " << ktune_held_device.limits().arch();
+  Options o;
+  o.use_database = false;
+  Runtime rt(o);
+  const std::int64_t m = 300, n = 520, k = 200;  // row-major x (m x k), w (n x k), y (m x n)
+  std::mt19937_64 rng(99);
+  std::uniform_int_distribution<int> pick(-128, 128);
+  std::vector<double> x(static_cast<std::size_t>(m * k)), w(static_cast<std::size_t>(n * k));
+  for (auto& v : x) v = pick(rng) / 128.0;
+  for (auto& v : w) v = pick(rng) / 128.0;
+  for (const bool bf16 : {true, false}) {
+    SCOPED_TRACE(bf16 ? "bf16" : "f16");
+    const DataType t = bf16 ? DataType::kBF16 : DataType::kF16;
+    std::vector<std::uint16_t> hx(x.size()), hw(w.size());
+    for (std::size_t i = 0; i < x.size(); ++i) hx[i] = encode(static_cast<float>(x[i]), bf16);
+    for (std::size_t i = 0; i < w.size(); ++i) hw[i] = encode(static_cast<float>(w[i]), bf16);
+    detail::DeviceBuffer dx(hx.size() * 2), dw(hw.size() * 2),
+        dy(static_cast<std::size_t>(m * n) * 4);
+    upload(dx.get(), hx);
+    upload(dw.get(), hw);
+    auto ref = [&](std::int64_t i, std::int64_t j) {
+      double sum = 0;
+      for (std::int64_t q = 0; q < k; ++q)
+        sum += x[static_cast<std::size_t>(i * k + q)] * w[static_cast<std::size_t>(j * k + q)];
+      return sum;
+    };
+    // y = x @ w.T, row-major, C of the input type.
+    rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, t,
+               reinterpret_cast<const void*>(dx.get()), k, reinterpret_cast<const void*>(dw.get()),
+               k, 0.0f, t, reinterpret_cast<void*>(dy.get()), n);
+    testing::synchronize();
+    const auto y16 = download<std::uint16_t>(dy.get(), static_cast<std::size_t>(m * n));
+    const TcTolerance tol16 = gemm_tc_tolerance(bf16 ? "bf16" : "f16", k);
+    std::int64_t wrong = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double r = ref(i, j), got = decode(y16[static_cast<std::size_t>(i * n + j)], bf16);
+        if (!(std::fabs(got - r) <= tol16.rel * std::fabs(r) + tol16.acc * k + 1e-12) &&
+            ++wrong <= 3)
+          ADD_FAILURE() << "y(" << i << ", " << j << ") = " << got << ", expected " << r;
+      }
+    EXPECT_EQ(wrong, 0);
+    // Column-major C (n x m) = A^T B with A = w^T stored as w (k x n, ld k) and B = x^T stored as
+    // x (k x m, ld k): the same products, C in f32, beta = 0.5 over C = 1.
+    std::vector<float> ones(static_cast<std::size_t>(m * n), 1.0f);
+    upload(dy.get(), ones);
+    rt.gemm_ex(Layout::kColMajor, Op::kT, Op::kN, n, m, k, 2.0f, t,
+               reinterpret_cast<const void*>(dw.get()), k, reinterpret_cast<const void*>(dx.get()),
+               k, 0.5f, DataType::kF32, reinterpret_cast<void*>(dy.get()), n);
+    testing::synchronize();
+    const auto y32 = download<float>(dy.get(), static_cast<std::size_t>(m * n));
+    wrong = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double r = 2 * ref(i, j) + 0.5, got = y32[static_cast<std::size_t>(j + i * n)];
+        if (!(std::fabs(got - r) <= 1e-5 * (std::fabs(r) + 1)) && ++wrong <= 3)
+          ADD_FAILURE() << "C(" << j << ", " << i << ") = " << got << ", expected " << r;
+      }
+    EXPECT_EQ(wrong, 0);
+    // k = 0: C = beta C, A and B unread.
+    rt.gemm_ex(Layout::kColMajor, Op::kT, Op::kN, n, m, 0, 1.0f, t, nullptr, 1, nullptr, 1, 0.25f,
+               DataType::kF32, reinterpret_cast<void*>(dy.get()), n);
+    testing::synchronize();
+    const auto scaled = download<float>(dy.get(), static_cast<std::size_t>(m * n));
+    EXPECT_FLOAT_EQ(scaled[0], 0.25f * y32[0]);
+    EXPECT_FLOAT_EQ(scaled.back(), 0.25f * y32.back());
+    // What is not served yet: another op, unaligned operands, C of another 16-bit type.
+    auto code = [&](auto&& call) -> std::optional<ErrorCode> {
+      try {
+        call();
+      } catch (const Error& e) {
+        return e.code();
+      }
+      return std::nullopt;  // accepted
+    };
+    const void* px = reinterpret_cast<const void*>(dx.get());
+    void* py = reinterpret_cast<void*>(dy.get());
+    EXPECT_EQ(code([&] {
+                rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, t, px, k, px, n, 0.0f,
+                           t, py, n);
+              }),
+              ErrorCode::kUnsupported);
+    EXPECT_EQ(code([&] {
+                rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k - 1, 1.0f, t, px, k - 1, px,
+                           k - 1, 0.0f, t, py, n);
+              }),
+              ErrorCode::kUnsupported);
+    EXPECT_EQ(code([&] {
+                rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, t, px, k, px, k, 0.0f,
+                           bf16 ? DataType::kF16 : DataType::kBF16, py, n);
+              }),
+              ErrorCode::kUnsupported);
+    // A bad argument is still a bad argument (ldc too small), checked before anything runs.
+    EXPECT_EQ(code([&] {
+                rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, t, px, k, px, k, 0.0f,
+                           t, py, n - 1);
+              }),
+              ErrorCode::kInvalidArgument);
+  }
 }
 
 }  // namespace
