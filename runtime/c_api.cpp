@@ -1,7 +1,5 @@
 // The C API (include/ktune/ktune.h): each function runs its C++ counterpart inside one guard that
 // turns every exception into a status and a thread-local message.
-#include "ktune/ktune.h"
-
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -11,6 +9,7 @@
 
 #include "core/util.hpp"
 #include "ktune/error.hpp"
+#include "ktune/ktune.h"
 #include "ktune/ktune.hpp"
 #include "ktune/version.hpp"
 
@@ -78,21 +77,36 @@ ktune::Runtime& runtime_of(ktune_runtime* rt) {
 
 ktune::Layout layout_of(int l) {
   if (l != KTUNE_COL_MAJOR && l != KTUNE_ROW_MAJOR)
-    throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
-                       "layout: " + std::to_string(l) +
-                           " is neither KTUNE_COL_MAJOR nor KTUNE_ROW_MAJOR");
+    throw ktune::Error(
+        ktune::ErrorCode::kInvalidArgument,
+        "layout: " + std::to_string(l) + " is neither KTUNE_COL_MAJOR nor KTUNE_ROW_MAJOR");
   return l == KTUNE_ROW_MAJOR ? ktune::Layout::kRowMajor : ktune::Layout::kColMajor;
 }
 
 ktune::Op op_of(int o, const char* what) {
   if (o != KTUNE_OP_N && o != KTUNE_OP_T)
-    throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
-                       std::string(what) + ": " + std::to_string(o) +
-                           " is neither KTUNE_OP_N nor KTUNE_OP_T");
+    throw ktune::Error(
+        ktune::ErrorCode::kInvalidArgument,
+        std::string(what) + ": " + std::to_string(o) + " is neither KTUNE_OP_N nor KTUNE_OP_T");
   return o == KTUNE_OP_T ? ktune::Op::kT : ktune::Op::kN;
 }
 
 CUstream stream_of(ktune_stream s) { return reinterpret_cast<CUstream>(s); }
+
+ktune::DataType dtype_of(int t, const char* what) {
+  switch (t) {
+    case KTUNE_DTYPE_F32:
+      return ktune::DataType::kF32;
+    case KTUNE_DTYPE_F64:
+      return ktune::DataType::kF64;
+    case KTUNE_DTYPE_BF16:
+      return ktune::DataType::kBF16;
+    case KTUNE_DTYPE_F16:
+      return ktune::DataType::kF16;
+  }
+  throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                     std::string(what) + ": " + std::to_string(t) + " is not a KTUNE_DTYPE_*");
+}
 
 }  // namespace
 
@@ -160,23 +174,32 @@ void ktune_runtime_destroy(ktune_runtime* runtime) {
   }
 }
 
-ktune_status ktune_sgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
-                         int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                         int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                         int64_t ldc, ktune_stream stream) {
+ktune_status ktune_sgemm(ktune_runtime* rt, int layout, int op_a, int op_b, int64_t m, int64_t n,
+                         int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                         int64_t ldb, float beta, float* c, int64_t ldc, ktune_stream stream) {
   return guarded([&] {
-    runtime_of(rt).gemm(layout_of(layout), op_of(op_a, "op_a"), op_of(op_b, "op_b"), m, n, k,
-                        alpha, a, lda, b, ldb, beta, c, ldc, stream_of(stream));
+    runtime_of(rt).gemm(layout_of(layout), op_of(op_a, "op_a"), op_of(op_b, "op_b"), m, n, k, alpha,
+                        a, lda, b, ldb, beta, c, ldc, stream_of(stream));
   });
 }
 
-ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
-                         int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                         int64_t lda, const double* b, int64_t ldb, double beta, double* c,
-                         int64_t ldc, ktune_stream stream) {
+ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a, int op_b, int64_t m, int64_t n,
+                         int64_t k, double alpha, const double* a, int64_t lda, const double* b,
+                         int64_t ldb, double beta, double* c, int64_t ldc, ktune_stream stream) {
   return guarded([&] {
-    runtime_of(rt).gemm(layout_of(layout), op_of(op_a, "op_a"), op_of(op_b, "op_b"), m, n, k,
-                        alpha, a, lda, b, ldb, beta, c, ldc, stream_of(stream));
+    runtime_of(rt).gemm(layout_of(layout), op_of(op_a, "op_a"), op_of(op_b, "op_b"), m, n, k, alpha,
+                        a, lda, b, ldb, beta, c, ldc, stream_of(stream));
+  });
+}
+
+ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b, int64_t m, int64_t n,
+                           int64_t k, float alpha, int ab_type, const void* a, int64_t lda,
+                           const void* b, int64_t ldb, float beta, int c_type, void* c, int64_t ldc,
+                           ktune_stream stream) {
+  return guarded([&] {
+    runtime_of(rt).gemm_ex(layout_of(layout), op_of(op_a, "op_a"), op_of(op_b, "op_b"), m, n, k,
+                           alpha, dtype_of(ab_type, "ab_type"), a, lda, b, ldb, beta,
+                           dtype_of(c_type, "c_type"), c, ldc, stream_of(stream));
   });
 }
 
@@ -195,20 +218,20 @@ ktune_status ktune_add_f32(ktune_runtime* rt, float* c, const float* a, const fl
   return guarded([&] { runtime_of(rt).add(c, a, b, n, stream_of(stream)); });
 }
 
-ktune_status ktune_add_f64(ktune_runtime* rt, double* c, const double* a, const double* b,
-                           size_t n, ktune_stream stream) {
+ktune_status ktune_add_f64(ktune_runtime* rt, double* c, const double* a, const double* b, size_t n,
+                           ktune_stream stream) {
   return guarded([&] { runtime_of(rt).add(c, a, b, n, stream_of(stream)); });
 }
 
-ktune_status ktune_histogram_u8(ktune_runtime* rt, const uint8_t* data, size_t n,
-                                uint32_t* counts, int accumulate, ktune_stream stream) {
+ktune_status ktune_histogram_u8(ktune_runtime* rt, const uint8_t* data, size_t n, uint32_t* counts,
+                                int accumulate, ktune_stream stream) {
   return guarded(
       [&] { runtime_of(rt).histogram(data, n, counts, accumulate != 0, stream_of(stream)); });
 }
 
-ktune_status ktune_histogram_even_u8(ktune_runtime* rt, const uint8_t* samples, size_t n,
-                                     int bins, uint8_t lower, uint8_t upper, uint32_t* counts,
-                                     int accumulate, ktune_stream stream) {
+ktune_status ktune_histogram_even_u8(ktune_runtime* rt, const uint8_t* samples, size_t n, int bins,
+                                     uint8_t lower, uint8_t upper, uint32_t* counts, int accumulate,
+                                     ktune_stream stream) {
   return guarded([&] {
     runtime_of(rt).histogram_even(samples, n, bins, lower, upper, counts, accumulate != 0,
                                   stream_of(stream));
@@ -224,8 +247,8 @@ ktune_status ktune_histogram_even_u16(ktune_runtime* rt, const uint16_t* samples
   });
 }
 
-ktune_status ktune_histogram_even_i32(ktune_runtime* rt, const int32_t* samples, size_t n,
-                                      int bins, int32_t lower, int32_t upper, uint32_t* counts,
+ktune_status ktune_histogram_even_i32(ktune_runtime* rt, const int32_t* samples, size_t n, int bins,
+                                      int32_t lower, int32_t upper, uint32_t* counts,
                                       int accumulate, ktune_stream stream) {
   return guarded([&] {
     runtime_of(rt).histogram_even(samples, n, bins, lower, upper, counts, accumulate != 0,
@@ -233,9 +256,9 @@ ktune_status ktune_histogram_even_i32(ktune_runtime* rt, const int32_t* samples,
   });
 }
 
-ktune_status ktune_histogram_even_f32(ktune_runtime* rt, const float* samples, size_t n,
-                                      int bins, float lower, float upper, uint32_t* counts,
-                                      int accumulate, ktune_stream stream) {
+ktune_status ktune_histogram_even_f32(ktune_runtime* rt, const float* samples, size_t n, int bins,
+                                      float lower, float upper, uint32_t* counts, int accumulate,
+                                      ktune_stream stream) {
   return guarded([&] {
     runtime_of(rt).histogram_even(samples, n, bins, lower, upper, counts, accumulate != 0,
                                   stream_of(stream));
@@ -279,9 +302,9 @@ ktune_status ktune_launch(ktune_runtime* rt, const char* family, const ktune_axi
           list.emplace_back(args[i].real);
           break;
         default:
-          throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
-                             "args[" + std::to_string(i) + "]: unknown kind " +
-                                 std::to_string(args[i].kind));
+          throw ktune::Error(
+              ktune::ErrorCode::kInvalidArgument,
+              "args[" + std::to_string(i) + "]: unknown kind " + std::to_string(args[i].kind));
       }
     }
     r.launch(family, spec, list, stream_of(stream));

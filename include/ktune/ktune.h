@@ -50,6 +50,13 @@ typedef enum ktune_status {
  * that any value a caller passes is checked, not undefined: an unknown one is refused. */
 typedef enum ktune_layout { KTUNE_COL_MAJOR = 0, KTUNE_ROW_MAJOR = 1 } ktune_layout;
 typedef enum ktune_op { KTUNE_OP_N = 0, KTUNE_OP_T = 1 } ktune_op;
+/* Element types of ktune_gemm_ex (ktune::DataType). */
+typedef enum ktune_dtype {
+  KTUNE_DTYPE_F32 = 0,
+  KTUNE_DTYPE_F64 = 1,
+  KTUNE_DTYPE_BF16 = 2,
+  KTUNE_DTYPE_F16 = 3
+} ktune_dtype;
 
 /* CUDA driver handles without including cuda.h. */
 typedef struct CUstream_st* ktune_stream;
@@ -89,6 +96,15 @@ KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a,
                                         double alpha, const double* a, int64_t lda,
                                         const double* b, int64_t ldb, double beta, double* c,
                                         int64_t ldc, ktune_stream stream);
+
+/* A and B of ab_type (KTUNE_DTYPE_BF16 or _F16) on the tensor cores, C of c_type (ab_type or
+ * KTUNE_DTYPE_F32), as Runtime::gemm_ex: so far sm_90, both operands k-contiguous, 16-byte
+ * aligned operands (else KTUNE_UNSUPPORTED with the reason). */
+KTUNE_C_EXPORT ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b,
+                                          int64_t m, int64_t n, int64_t k, float alpha,
+                                          int ab_type, const void* a, int64_t lda, const void* b,
+                                          int64_t ldb, float beta, int c_type, void* c,
+                                          int64_t ldc, ktune_stream stream);
 
 /* dst[i] = src[i]; c[i] = a[i] + b[i]; any n including 0, any alignment. */
 KTUNE_C_EXPORT ktune_status ktune_copy_f32(ktune_runtime* rt, float* dst, const float* src,

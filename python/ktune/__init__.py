@@ -157,14 +157,22 @@ def _stream(arr, stream):
     raise TypeError(f"stream: {type(stream).__name__} is not a CUDA stream")
 
 
+_GEMM_EX_TYPES = {"f32": 0, "f64": 1, "bf16": 2, "f16": 3}
+
+
 def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None):
-    """out = alpha * a @ b + beta * out for 2-D float32 or float64 arrays on one device.
+    """out = alpha * a @ b + beta * out for 2-D float32, float64, bfloat16 or float16 arrays on
+    one device.
 
     Transposed views (a.t(), b.T) go in without a copy; out is made when not given (beta must
-    then be 0). Runs on the arrays' device, on `stream` or the array library's current stream."""
+    then be 0). Runs on the arrays' device, on `stream` or the array library's current stream.
+    bfloat16 and float16 run on the tensor cores (an H100 or H200 so far) with float32
+    accumulation, out of the same type or float32, and need a row-major a and b given as a
+    transposed view (x @ w.t(), as torch.nn.Linear computes) with 16-byte aligned rows."""
     A, B = as_array(a, "a"), as_array(b, "b")
-    if A.dtype != B.dtype or A.dtype not in ("f32", "f64"):
-        raise TypeError(f"gemm: a and b must both be float32 or float64 (got {A.dtype}, {B.dtype})")
+    if A.dtype != B.dtype or A.dtype not in ("f32", "f64", "bf16", "f16"):
+        raise TypeError(f"gemm: a and b must both be float32, float64, bfloat16 or float16 (got "
+                        f"{A.dtype}, {B.dtype})")
     for arr, what in ((A, "a"), (B, "b")):
         if len(arr.shape) != 2:
             raise ValueError(f"gemm: {what}: a matrix has 2 dimensions, this has {len(arr.shape)}")
@@ -178,22 +186,30 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None):
             raise ValueError("gemm: beta is not 0 but there is no out to read")
         out = empty_like_kind(A, (m, n), A.dtype)
     C = as_array(out, "out")
-    if C.dtype != A.dtype or tuple(C.shape) != (m, n):
-        raise ValueError(f"gemm: out must be {A.dtype} {m}x{n} (got {C.dtype} "
+    sixteen = A.dtype in ("bf16", "f16")
+    out_types = (A.dtype, "f32") if sixteen else (A.dtype,)
+    if C.dtype not in out_types or tuple(C.shape) != (m, n):
+        raise ValueError(f"gemm: out must be {' or '.join(out_types)} {m}x{n} (got {C.dtype} "
                          f"{'x'.join(map(str, C.shape))})")
     device = _one_device([A, B, C], "gemm")
     op_c, ldc = _matrix(C, "out")
     h, rt = lib(), runtime(device)
-    fn = h.ktune_sgemm if A.dtype == "f32" else h.ktune_dgemm
     s = _stream(A, stream)
+    if sixteen:
+        ab, ct = _GEMM_EX_TYPES[A.dtype], _GEMM_EX_TYPES[C.dtype]
+        fn = lambda oa, ob, mm, nn, pa, la, pb, lb: h.ktune_gemm_ex(  # noqa: E731
+            rt.handle, ROW_MAJOR, oa, ob, mm, nn, k, alpha, ab, pa, la, pb, lb, beta, ct, C.ptr,
+            ldc, s)
+    else:
+        gemm_fn = h.ktune_sgemm if A.dtype == "f32" else h.ktune_dgemm
+        fn = lambda oa, ob, mm, nn, pa, la, pb, lb: gemm_fn(  # noqa: E731
+            rt.handle, ROW_MAJOR, oa, ob, mm, nn, k, alpha, pa, la, pb, lb, beta, C.ptr, ldc, s)
     if op_c == OP_N:
-        check(fn(rt.handle, ROW_MAJOR, op_a, op_b, m, n, k, alpha, A.ptr, lda, B.ptr, ldb, beta,
-                 C.ptr, ldc, s))
+        check(fn(op_a, op_b, m, n, A.ptr, lda, B.ptr, ldb))
     else:
         # out is column-major: out^T (n x m, row-major) = b^T a^T.
         flip = {OP_N: OP_T, OP_T: OP_N}
-        check(fn(rt.handle, ROW_MAJOR, flip[op_b], flip[op_a], n, m, k, alpha, B.ptr, ldb, A.ptr,
-                 lda, beta, C.ptr, ldc, s))
+        check(fn(flip[op_b], flip[op_a], n, m, B.ptr, ldb, A.ptr, lda))
     return out
 
 

@@ -8,7 +8,8 @@ from ._lib import Error
 # ktune's dtype names, from the typestr of __cuda_array_interface__ and torch's dtypes.
 _TYPESTR = {"<f4": "f32", "<f8": "f64", "|u1": "u8", "<u2": "u16", "<i4": "i32", "<u4": "u32",
             "<i8": "i64", "<f2": "f16"}
-_SIZE = {"f32": 4, "f64": 8, "u8": 1, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "f16": 2}
+_SIZE = {"f32": 4, "f64": 8, "u8": 1, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "f16": 2,
+         "bf16": 2}
 
 
 class Array:
@@ -69,7 +70,7 @@ def _torch_dtype_name(t):
     if _torch_names is None:
         torch = _torch()
         names = {torch.float32: "f32", torch.float64: "f64", torch.uint8: "u8", torch.int32: "i32",
-                 torch.int64: "i64", torch.float16: "f16"}
+                 torch.int64: "i64", torch.float16: "f16", torch.bfloat16: "bf16"}
         for attr, name in (("uint16", "u16"), ("uint32", "u32")):
             if hasattr(torch, attr):
                 names[getattr(torch, attr)] = name
@@ -154,11 +155,12 @@ def empty_like_kind(array, shape, dtype):
     if array.kind == "torch":
         torch = _torch()
         # uint32 counts; a torch without uint32 gets int32 (the same bits, read modulo 2^32).
-        t = {"f32": torch.float32, "f64": torch.float64,
-             "u32": getattr(torch, "uint32", torch.int32)}[dtype]
+        t = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16,
+             "f16": torch.float16, "u32": getattr(torch, "uint32", torch.int32)}[dtype]
         return torch.empty(shape, dtype=t, device=array.obj.device)
     if array.kind == "cupy":
         cupy = _cupy()
         with cupy.cuda.Device(array.device):
-            return cupy.empty(shape, dtype={"f32": "float32", "f64": "float64", "u32": "uint32"}[dtype])
+            return cupy.empty(shape, dtype={"f32": "float32", "f64": "float64", "f16": "float16",
+                                            "u32": "uint32"}[dtype])
     raise TypeError("out: needed for arrays other than torch tensors and CuPy arrays")

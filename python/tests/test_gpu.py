@@ -57,6 +57,29 @@ def test_gemm_equals_matmul_for_views_and_dtypes():
             _close(torch, c, a, b, alpha=-0.5, beta=2.0, c0=c0)
 
 
+def test_gemm_bf16_and_f16_run_x_at_w_t_on_the_tensor_cores():
+    torch = _torch()
+    if torch.cuda.get_device_capability() != (9, 0):
+        skip("the 16-bit GEMM runs on sm_90 only so far")
+    g = torch.Generator(device="cuda").manual_seed(3)
+    for dtype in (torch.bfloat16, torch.float16):
+        for m, n, k in ((64, 48, 32), (1000, 776, 336), (4096, 1024, 2048)):
+            x = torch.rand(m, k, device="cuda", dtype=dtype, generator=g) - 0.5
+            w = torch.rand(n, k, device="cuda", dtype=dtype, generator=g) - 0.5
+            want = x.double() @ w.double().t()
+            mag = x.double().abs() @ w.double().abs().t()
+            # Output rounding of the 16-bit type plus the fp32 accumulation (docs/GEMM_TC.md).
+            rel = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
+            acc = (1 + rel) * 16 * 5.96e-8 * k ** 0.5
+            for out in (ktune.gemm(x, w.t()),
+                        ktune.gemm(x, w.t(), out=torch.empty(m, n, device="cuda"))):
+                err = (out.double() - want).abs()
+                bad = int((err > rel * want.abs() + acc * mag + 1e-12).sum())
+                assert bad == 0, f"{dtype} {m}x{n}x{k} {out.dtype}: {bad} elements off"
+        # Not served yet: both operands must be k-contiguous.
+        raises(ktune.Error, ktune.gemm, x, w.t().contiguous(), contains="k-contiguous")
+
+
 def test_gemm_runs_on_the_current_stream():
     torch = _torch()
     a = torch.rand(2048, 2048, device="cuda")
@@ -113,8 +136,9 @@ def test_errors_are_exceptions():
     raises(TypeError, ktune.gemm, torch.rand(4, 4), torch.rand(4, 4), contains="not on a CUDA")
     raises(ValueError, ktune.gemm, torch.rand(4, 3, device="cuda"), torch.rand(4, 3, device="cuda"),
            contains="inner dimensions")
-    raises(TypeError, ktune.gemm, torch.rand(4, 4, device="cuda", dtype=torch.float16),
-           torch.rand(4, 4, device="cuda", dtype=torch.float16), contains="float32 or float64")
+    raises(TypeError, ktune.gemm, torch.ones(4, 4, device="cuda", dtype=torch.int32),
+           torch.ones(4, 4, device="cuda", dtype=torch.int32),
+           contains="float32, float64, bfloat16 or float16")
     e = raises(ktune.Error, ktune.explain, "gemm", "not a key")
     assert e.code == 1, e.code
 
