@@ -21,8 +21,13 @@ TEST(CApi, EveryStatusHasAName) {
 }
 
 TEST(CApi, NullArgumentsAreRefusedWithAMessage) {
-  EXPECT_EQ(ktune_sgemm(nullptr, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, 1, 1, 1, 1.0f, nullptr,
-                        1, nullptr, 1, 0.0f, nullptr, 1, nullptr),
+  EXPECT_EQ(ktune_sgemm(nullptr, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_N, 1, 1, 1, 1.0f, nullptr, 1,
+                        nullptr, 1, 0.0f, nullptr, 1, nullptr),
+            KTUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ktune_last_error()).find("runtime: NULL"), std::string::npos);
+  EXPECT_EQ(ktune_gemm_ex(nullptr, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_T, 1, 1, 1, 1.0f,
+                          KTUNE_DTYPE_BF16, nullptr, 1, nullptr, 1, 0.0f, KTUNE_DTYPE_BF16, nullptr,
+                          1, nullptr),
             KTUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ktune_last_error()).find("runtime: NULL"), std::string::npos);
   EXPECT_EQ(ktune_runtime_create(nullptr, nullptr), KTUNE_ERROR_INVALID_ARGUMENT);
