@@ -86,6 +86,13 @@ for step in "${steps[@]}"; do
         fi
       done
       ;;
+    triton-tc)
+      # A Triton matmul autotuned over 12 Hopper configurations on the shapes of the bench-tc CSVs
+      # of this visit: rows appended to them with `triton` in the anchor column (bench/tc_triton.py).
+      for d in ${TC_DTYPES:-bf16}; do
+        [ -f "$OUT/bench_gemm_${d}.csv" ] && run_step "triton-tc-$d" python3 bench/tc_triton.py "$OUT/bench_gemm_${d}.csv"
+      done
+      ;;
     ncu-tc)
       # Nsight Compute on the runtime's 4096^3 bf16 gemm_tc kernel (tensor pipe, stalls): the bench
       # with one timed run; only ktune's kernel is profiled.
