@@ -371,6 +371,11 @@ class TcWorkload final : public Workload {
     call_.lda = round_up(call_.k, kAlign);
     call_.ldb = round_up(call_.k, kAlign);
     call_.ldc = round_up(call_.m + 1, kAlign);
+    // The reference's grid has one row of blocks per 64 columns of C (at most 65535).
+    if ((call_.n + 63) / 64 > 65535)
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          "gemm_tc: the verified workload takes n up to 4194240, got " + std::to_string(call_.n));
     out_bytes_ = call_.out == "f32" ? 4 : 2;
     a_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.lda * call_.m) * 2);
     b_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.ldb * call_.n) * 2);
