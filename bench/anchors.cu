@@ -195,14 +195,32 @@ bool on_fma_units(std::uint64_t impl) {
 
 }  // namespace
 
-struct CublasLtFmaDgemm::State {
+namespace {
+
+// What both cuBLASLt anchors hold: the handle and a 32 MiB workspace for their lifetime, and the
+// descriptors and algorithms of the last plan.
+struct LtState {
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   std::vector<cublasLtMatmulHeuristicResult_t> algos;
-  std::string note;  // what the heuristic offered for the last plan
   void* workspace = nullptr;
   std::size_t workspace_bytes = std::size_t(32) << 20;
+
+  LtState() {
+    check_cublas(cublasLtCreate(&handle), "cublasLtCreate");
+    if (cudaError_t e = cudaMalloc(&workspace, workspace_bytes); e != cudaSuccess) {
+      cublasLtDestroy(handle);
+      check(e, "cudaMalloc (cuBLASLt workspace)");
+    }
+  }
+  ~LtState() {
+    release_plan();
+    cudaFree(workspace);
+    cublasLtDestroy(handle);
+  }
+  LtState(const LtState&) = delete;
+  LtState& operator=(const LtState&) = delete;
 
   void release_plan() {
     if (op) cublasLtMatmulDescDestroy(op);
@@ -212,44 +230,67 @@ struct CublasLtFmaDgemm::State {
     op = nullptr, a = b = c = nullptr;
     algos.clear();
   }
+
+  // A new plan's operation and layouts (column-major, as stored: op(A) is m x k, so A is k x m
+  // when transposed); the previous plan is released first.
+  void describe_problem(cublasComputeType_t compute, cudaDataType_t scale, cudaDataType_t in,
+                        cudaDataType_t out, bool ta, bool tb, int m, int n, int k, int lda,
+                        int ldb, int ldc) {
+    release_plan();
+    check_cublas(cublasLtMatmulDescCreate(&op, compute, scale), "cublasLtMatmulDescCreate");
+    const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof(oa)),
+                 "cublasLtMatmulDescSetAttribute");
+    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof(ob)),
+                 "cublasLtMatmulDescSetAttribute");
+    check_cublas(cublasLtMatrixLayoutCreate(&a, in, ta ? k : m, ta ? m : k, lda),
+                 "cublasLtMatrixLayoutCreate");
+    check_cublas(cublasLtMatrixLayoutCreate(&b, in, tb ? n : k, tb ? k : n, ldb),
+                 "cublasLtMatrixLayoutCreate");
+    check_cublas(cublasLtMatrixLayoutCreate(&c, out, m, n, ldc), "cublasLtMatrixLayoutCreate");
+  }
+
+  // Algorithm i of the plan: "algo 12 tile 18 stages 9 split 1" (cuBLASLt's own ids).
+  std::string describe(int i) const {
+    const cublasLtMatmulAlgo_t& algo = algos.at(static_cast<std::size_t>(i)).algo;
+    auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
+      int v = 0;  // every attribute read here is 32 bits wide (int32 or uint32)
+      std::size_t written = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
+      return std::to_string(v);
+    };
+    return "algo " + get(CUBLASLT_ALGO_CONFIG_ID) + " tile " + get(CUBLASLT_ALGO_CONFIG_TILE_ID) +
+           " stages " + get(CUBLASLT_ALGO_CONFIG_STAGES_ID) + " split " +
+           get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  }
+
+  // D = C: runs algorithm i of the plan with host scalars of the scale type.
+  void run(int i, const void* alpha, const void* a_ptr, const void* b_ptr, const void* beta,
+           void* c_ptr, CUstream stream, const char* what) {
+    const cublasLtMatmulHeuristicResult_t& r = algos.at(static_cast<std::size_t>(i));
+    check_cublas(cublasLtMatmul(handle, op, alpha, a_ptr, a, b_ptr, b, beta, c_ptr, c, c_ptr, c,
+                                &r.algo, workspace, workspace_bytes,
+                                reinterpret_cast<cudaStream_t>(stream)),
+                 what);
+  }
 };
 
-CublasLtFmaDgemm::CublasLtFmaDgemm() : state_(new State) {
-  try {
-    check_cublas(cublasLtCreate(&state_->handle), "cublasLtCreate");
-    check(cudaMalloc(&state_->workspace, state_->workspace_bytes), "cudaMalloc (cuBLASLt workspace)");
-  } catch (...) {
-    if (state_->handle) cublasLtDestroy(state_->handle);
-    delete state_;
-    throw;
-  }
-}
+}  // namespace
 
-CublasLtFmaDgemm::~CublasLtFmaDgemm() {
-  state_->release_plan();
-  if (state_->workspace) cudaFree(state_->workspace);
-  if (state_->handle) cublasLtDestroy(state_->handle);
-  delete state_;
-}
+struct CublasLtFmaDgemm::State : LtState {
+  std::string note;  // what the heuristic offered for the last plan
+};
+
+CublasLtFmaDgemm::CublasLtFmaDgemm() : state_(new State) {}
+
+CublasLtFmaDgemm::~CublasLtFmaDgemm() { delete state_; }
 
 int CublasLtFmaDgemm::plan(bool ta, bool tb, int m, int n, int k, int lda, int ldb, int ldc,
                            int max_algos) {
   State& s = *state_;
-  s.release_plan();
-  check_cublas(cublasLtMatmulDescCreate(&s.op, CUBLAS_COMPUTE_64F, CUDA_R_64F),
-               "cublasLtMatmulDescCreate");
-  const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof(oa)),
-               "cublasLtMatmulDescSetAttribute");
-  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof(ob)),
-               "cublasLtMatmulDescSetAttribute");
-  // Layouts as stored: op(A) is m x k, so A is k x m when transposed.
-  check_cublas(cublasLtMatrixLayoutCreate(&s.a, CUDA_R_64F, ta ? k : m, ta ? m : k, lda),
-               "cublasLtMatrixLayoutCreate");
-  check_cublas(cublasLtMatrixLayoutCreate(&s.b, CUDA_R_64F, tb ? n : k, tb ? k : n, ldb),
-               "cublasLtMatrixLayoutCreate");
-  check_cublas(cublasLtMatrixLayoutCreate(&s.c, CUDA_R_64F, m, n, ldc),
-               "cublasLtMatrixLayoutCreate");
+  s.describe_problem(CUBLAS_COMPUTE_64F, CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, ta, tb, m, n, k, lda,
+                     ldb, ldc);
   // The heuristic first, under a mask that admits an algorithm whose flags all lie in it: every
   // accumulator and input type, and of the operation types only FMA (no tensor-core operation).
   // What it offers is kept by its flags, not assumed from the mask, and noted.
@@ -339,83 +380,24 @@ int CublasLtFmaDgemm::plan(bool ta, bool tb, int m, int n, int k, int lda, int l
 
 std::string CublasLtFmaDgemm::plan_note() const { return state_->note; }
 
-std::string CublasLtFmaDgemm::describe(int i) const {
-  const cublasLtMatmulAlgo_t& algo = state_->algos.at(static_cast<std::size_t>(i)).algo;
-  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
-    int v = 0;  // every attribute read here is 32 bits wide (int32 or uint32)
-    std::size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-    return std::to_string(v);
-  };
-  return "algo " + get(CUBLASLT_ALGO_CONFIG_ID) + " tile " + get(CUBLASLT_ALGO_CONFIG_TILE_ID) +
-         " stages " + get(CUBLASLT_ALGO_CONFIG_STAGES_ID) + " split " +
-         get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
-}
+std::string CublasLtFmaDgemm::describe(int i) const { return state_->describe(i); }
 
 void CublasLtFmaDgemm::run(int i, double alpha, const double* a, const double* b, double beta,
                            double* c, CUstream stream) {
-  State& s = *state_;
-  const cublasLtMatmulHeuristicResult_t& r = s.algos.at(static_cast<std::size_t>(i));
-  check_cublas(cublasLtMatmul(s.handle, s.op, &alpha, a, s.a, b, s.b, &beta, c, s.c, c, s.c,
-                              &r.algo, s.workspace, s.workspace_bytes,
-                              reinterpret_cast<cudaStream_t>(stream)),
-               "cublasLtMatmul (FMA units)");
+  state_->run(i, &alpha, a, b, &beta, c, stream, "cublasLtMatmul (FMA units)");
 }
 
-struct CublasLtGemm16::State {
-  cublasLtHandle_t handle = nullptr;
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  std::vector<cublasLtMatmulHeuristicResult_t> algos;
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = std::size_t(32) << 20;
+struct CublasLtGemm16::State : LtState {};
 
-  void release_plan() {
-    if (op) cublasLtMatmulDescDestroy(op);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    op = nullptr, a = b = c = nullptr;
-    algos.clear();
-  }
-};
+CublasLtGemm16::CublasLtGemm16() : state_(new State) {}
 
-CublasLtGemm16::CublasLtGemm16() : state_(new State) {
-  try {
-    check_cublas(cublasLtCreate(&state_->handle), "cublasLtCreate");
-    check(cudaMalloc(&state_->workspace, state_->workspace_bytes),
-          "cudaMalloc (cuBLASLt workspace)");
-  } catch (...) {
-    if (state_->handle) cublasLtDestroy(state_->handle);
-    delete state_;
-    throw;
-  }
-}
-
-CublasLtGemm16::~CublasLtGemm16() {
-  state_->release_plan();
-  if (state_->workspace) cudaFree(state_->workspace);
-  if (state_->handle) cublasLtDestroy(state_->handle);
-  delete state_;
-}
+CublasLtGemm16::~CublasLtGemm16() { delete state_; }
 
 int CublasLtGemm16::plan(bool bf16, bool out_f32, bool ta, bool tb, int m, int n, int k, int lda,
                          int ldb, int ldc, int max_algos) {
   State& s = *state_;
-  s.release_plan();
   const cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_16F, out = out_f32 ? CUDA_R_32F : in;
-  check_cublas(cublasLtMatmulDescCreate(&s.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-               "cublasLtMatmulDescCreate");
-  const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSA, &oa, sizeof(oa)),
-               "cublasLtMatmulDescSetAttribute");
-  check_cublas(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_TRANSB, &ob, sizeof(ob)),
-               "cublasLtMatmulDescSetAttribute");
-  check_cublas(cublasLtMatrixLayoutCreate(&s.a, in, ta ? k : m, ta ? m : k, lda),
-               "cublasLtMatrixLayoutCreate");
-  check_cublas(cublasLtMatrixLayoutCreate(&s.b, in, tb ? n : k, tb ? k : n, ldb),
-               "cublasLtMatrixLayoutCreate");
-  check_cublas(cublasLtMatrixLayoutCreate(&s.c, out, m, n, ldc), "cublasLtMatrixLayoutCreate");
+  s.describe_problem(CUBLAS_COMPUTE_32F, CUDA_R_32F, in, out, ta, tb, m, n, k, lda, ldb, ldc);
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   cublasStatus_t st =
@@ -435,26 +417,12 @@ int CublasLtGemm16::plan(bool bf16, bool out_f32, bool ta, bool tb, int m, int n
 }
 
 std::string CublasLtGemm16::describe(int i) const {
-  const cublasLtMatmulAlgo_t& algo = state_->algos.at(static_cast<std::size_t>(i)).algo;
-  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
-    int v = 0;
-    std::size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written);
-    return std::to_string(v);
-  };
-  return "heuristic #" + std::to_string(i + 1) + ": algo " + get(CUBLASLT_ALGO_CONFIG_ID) +
-         " tile " + get(CUBLASLT_ALGO_CONFIG_TILE_ID) + " stages " +
-         get(CUBLASLT_ALGO_CONFIG_STAGES_ID) + " split " + get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  return "heuristic #" + std::to_string(i + 1) + ": " + state_->describe(i);
 }
 
 void CublasLtGemm16::run(int i, float alpha, const void* a, const void* b, float beta, void* c,
                          CUstream stream) {
-  State& s = *state_;
-  const cublasLtMatmulHeuristicResult_t& r = s.algos.at(static_cast<std::size_t>(i));
-  check_cublas(
-      cublasLtMatmul(s.handle, s.op, &alpha, a, s.a, b, s.b, &beta, c, s.c, c, s.c, &r.algo,
-                     s.workspace, s.workspace_bytes, reinterpret_cast<cudaStream_t>(stream)),
-      "cublasLtMatmul (16-bit inputs)");
+  state_->run(i, &alpha, a, b, &beta, c, stream, "cublasLtMatmul (16-bit inputs)");
 }
 
 namespace {

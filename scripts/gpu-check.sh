@@ -58,8 +58,7 @@ for step in "${steps[@]}"; do
       done
       ;;
     tune-tc)
-      # The tensor-core GEMM (family gemm_tc, op tn): short tunes of TC_SHAPES (MxNxK), verified,
-      # then torch.matmul on the same shapes for a first comparison (bench/tc_torch.py).
+      # The tensor-core GEMM (family gemm_tc, op tn): short tunes of TC_SHAPES (MxNxK), verified.
       for shape in ${TC_SHAPES:-4096x4096x4096 1000x3000x520}; do
         IFS=x read -r m n k <<<"$shape"
         for d in ${TC_DTYPES:-bf16}; do
@@ -71,7 +70,6 @@ for step in "${steps[@]}"; do
       "$KTUNE" query --family gemm_tc > "$LOGS/tc-query.txt" 2>&1
       "$KTUNE" query --family gemm_tc --all --json > "$OUT/tc_all.json" 2>/dev/null
       cat "$LOGS/tc-query.txt"
-      [ -n "${TC_TORCH:-}" ] && run_step tc-torch python3 bench/tc_torch.py ${TC_SHAPES:-4096x4096x4096 1000x3000x520}
       ;;
     bench-tc)
       # ktune's gemm_tc (the runtime's choice) against cuBLASLt, verified: TC_SHAPES, else the suite.

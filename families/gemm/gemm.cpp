@@ -619,7 +619,6 @@ class GemmWorkload final : public Workload {
   }
 
   std::string verify(CUstream stream) override {
-    const auto& d = driver();
     const unsigned gx = static_cast<unsigned>((call_.m + 63) / 64),
                    gy = static_cast<unsigned>((call_.n + 63) / 64);
     CUdeviceptr null_c0 = 0, ref = ref_.get(), absref = absref_.get(), result = result_.get();
@@ -632,8 +631,7 @@ class GemmWorkload final : public Workload {
       void* params[] = {&args, &null_c0, &ref, &absref};
       helpers_->launch(1, gx, gy, 1, 256, 1, 1, 0, stream, params);
     }
-    check(d.cuMemsetD8Async(result_.get(), 0, 8, stream), "cuMemsetD8Async");
-    check(d.cuMemsetD8Async(result_.get() + 8, 0xFF, 8, stream), "cuMemsetD8Async");
+    gemm_clear_verdict(result, stream);
     // Rounding of a length-k sum with random signs grows like sqrt(k); 16 eps sqrt(k) times the
     // sum of magnitudes stays far below one misplaced product (|a||b| ~ 1/4 of it per term).
     const double eps = call_.element_bytes == 4 ? 5.96e-8 : 1.11e-16;
@@ -645,15 +643,7 @@ class GemmWorkload final : public Workload {
     int m = static_cast<int>(call_.m), n = static_cast<int>(call_.n);
     void* params[] = {&cptr, &ldc, &m, &n, &ref, &absref, &tol_scale, &tol_floor, &result};
     helpers_->launch(2, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, params);
-    std::uint64_t host[2] = {0, 0};
-    check(d.cuMemcpyDtoHAsync(host, result_.get(), sizeof(host), stream), "cuMemcpyDtoHAsync");
-    check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
-    if (host[0] == 0) return {};
-    const std::int64_t row = static_cast<std::int64_t>(host[1] % call_.ldc),
-                       col = static_cast<std::int64_t>(host[1] / call_.ldc);
-    return std::to_string(host[0]) + " element(s) of C wrong, first at (" + std::to_string(row) +
-           ", " + std::to_string(col) + ")" +
-           (row >= call_.m ? " outside the matrix (guard row)" : "");
+    return gemm_read_verdict(result, call_.ldc, call_.m, stream);
   }
 
   double work() const override { return 2.0 * call_.m * call_.n * call_.k; }
@@ -686,6 +676,23 @@ std::unique_ptr<Workload> make_gemm_workload(const Problem& p, const Device& dev
 const Family& gemm_family() {
   static const GemmFamily instance;
   return instance;
+}
+
+void gemm_clear_verdict(CUdeviceptr result, CUstream stream) {
+  check(driver().cuMemsetD8Async(result, 0, 8, stream), "cuMemsetD8Async");
+  check(driver().cuMemsetD8Async(result + 8, 0xFF, 8, stream), "cuMemsetD8Async");
+}
+
+std::string gemm_read_verdict(CUdeviceptr result, std::int64_t ldc, std::int64_t m,
+                              CUstream stream) {
+  std::uint64_t host[2] = {0, 0};
+  check(driver().cuMemcpyDtoHAsync(host, result, sizeof(host), stream), "cuMemcpyDtoHAsync");
+  check(driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  if (host[0] == 0) return {};
+  const std::int64_t row = static_cast<std::int64_t>(host[1] % static_cast<std::uint64_t>(ldc)),
+                     col = static_cast<std::int64_t>(host[1] / static_cast<std::uint64_t>(ldc));
+  return std::to_string(host[0]) + " element(s) of C wrong, first at (" + std::to_string(row) +
+         ", " + std::to_string(col) + ")" + (row >= m ? " outside the matrix (guard row)" : "");
 }
 
 GemmCall gemm_workload_call(const Workload& workload) {

@@ -115,6 +115,14 @@ std::vector<RandomGemmShape> gemm_random_shapes(std::size_t n, std::uint64_t see
 // The memory cap of gemm_random_shapes: A, B and C together, in bytes.
 inline constexpr std::int64_t kRandomGemmMaxBytes = std::int64_t(3) << 30;
 
+// The verdict of a GEMM workload's comparison kernel, in `result` (16 bytes: the count of wrong
+// elements, then the smallest wrong index, atomicMin): cleared before the kernel runs, then read
+// as "" or what is wrong, C(row, col) for C of leading dimension ldc and m rows (rows past m are
+// guard rows). The gemm, gemm_skinny and gemm_tc workloads share it.
+void gemm_clear_verdict(CUdeviceptr result, CUstream stream);
+std::string gemm_read_verdict(CUdeviceptr result, std::int64_t ldc, std::int64_t m,
+                              CUstream stream);
+
 // The call of a GEMM workload (its verified buffers), for benchmarks running other
 // implementations on the same data; throws Error(kInternal) for another family's workload.
 GemmCall gemm_workload_call(const Workload& workload);

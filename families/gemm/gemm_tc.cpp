@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
 #include "ktune/error.hpp"
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
@@ -376,10 +377,10 @@ class TcWorkload final : public Workload {
       throw Error(
           ErrorCode::kInvalidArgument,
           "gemm_tc: the verified workload takes n up to 4194240, got " + std::to_string(call_.n));
-    out_bytes_ = call_.out == "f32" ? 4 : 2;
+    const std::size_t out_bytes = call_.out == "f32" ? 4 : 2;
     a_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.lda * call_.m) * 2);
     b_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.ldb * call_.n) * 2);
-    c_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.ldc * call_.n) * out_bytes_);
+    c_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.ldc * call_.n) * out_bytes);
     ref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n) * 8);
     absref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n) * 8);
     result_ = detail::DeviceBuffer(16);
@@ -405,7 +406,6 @@ class TcWorkload final : public Workload {
       s = s * 6364136223846793005ull + 1442695040888963407ull;
     }
     check(driver().cuMemsetD8Async(c_.get(), 0xFF, c_.size(), stream), "cuMemsetD8Async");
-    reference_ready_ = false;
   }
 
   void run(const Kernel& kernel, const Config& config, CUstream stream) override {
@@ -413,21 +413,18 @@ class TcWorkload final : public Workload {
   }
 
   std::string verify(CUstream stream) override {
-    const auto& d = driver();
     const View v = view_of(call_.m, call_.n, call_.k);
     CUdeviceptr ref = ref_.get(), absref = absref_.get(), result = result_.get();
-    if (!reference_ready_) {
-      // X = B (n rows of ldb), Y = A (m rows of lda).
+    {
+      // The reference of this prepare()'s inputs: X = B (n rows of ldb), Y = A (m rows of lda).
       CUdeviceptr x = b_.get(), y = a_.get();
       long long ldx = call_.ldb, ldy = call_.lda;
       int m = static_cast<int>(v.m), n = static_cast<int>(v.n), k = static_cast<int>(v.k);
       void* params[] = {&x, &ldx, &y, &ldy, &m, &n, &k, &ref, &absref};
       helpers_->launch(1, static_cast<unsigned>((v.n + 63) / 64),
                        static_cast<unsigned>((v.m + 63) / 64), 1, 16, 16, 1, 0, stream, params);
-      reference_ready_ = true;
     }
-    check(d.cuMemsetD8Async(result_.get(), 0, 8, stream), "cuMemsetD8Async");
-    check(d.cuMemsetD8Async(result_.get() + 8, 0xFF, 8, stream), "cuMemsetD8Async");
+    gemm_clear_verdict(result, stream);
     const TcTolerance tol = gemm_tc_tolerance(call_.out, call_.k);
     double rel = tol.rel, acc = tol.acc;
     CUdeviceptr cptr = c_.get();
@@ -435,16 +432,8 @@ class TcWorkload final : public Workload {
     int m = static_cast<int>(v.m), n = static_cast<int>(v.n);
     void* params[] = {&cptr, &ldd, &m, &n, &ref, &absref, &rel, &acc, &result};
     helpers_->launch(2, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, params);
-    std::uint64_t host[2] = {0, 0};
-    check(d.cuMemcpyDtoHAsync(host, result_.get(), sizeof(host), stream), "cuMemcpyDtoHAsync");
-    check(d.cuStreamSynchronize(stream), "cuStreamSynchronize");
-    if (host[0] == 0) return {};
-    // Element e of D is C(e % ldc, e / ldc).
-    const std::int64_t row = static_cast<std::int64_t>(host[1] % call_.ldc),
-                       col = static_cast<std::int64_t>(host[1] / call_.ldc);
-    return std::to_string(host[0]) + " element(s) of C wrong, first at (" + std::to_string(row) +
-           ", " + std::to_string(col) + ")" +
-           (row >= call_.m ? " outside the matrix (guard row)" : "");
+    // Element e of D is C(e % ldc, e / ldc), as for the other GEMM workloads.
+    return gemm_read_verdict(result, call_.ldc, call_.m, stream);
   }
 
   double work() const override { return 2.0 * call_.m * call_.n * call_.k; }
@@ -456,10 +445,8 @@ class TcWorkload final : public Workload {
  private:
   const Device& device_;
   TcCall call_;
-  int out_bytes_ = 4;
   detail::DeviceBuffer a_, b_, c_, ref_, absref_, result_;
   std::shared_ptr<const Kernel> helpers_;
-  bool reference_ready_ = false;
 };
 
 std::unique_ptr<Workload> GemmTcFamily::make_workload(const Problem& p, const Device& device,
