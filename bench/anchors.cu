@@ -393,11 +393,14 @@ CublasLtGemm16::CublasLtGemm16() : state_(new State) {}
 
 CublasLtGemm16::~CublasLtGemm16() { delete state_; }
 
-int CublasLtGemm16::plan(bool bf16, bool out_f32, bool ta, bool tb, int m, int n, int k, int lda,
-                         int ldb, int ldc, int max_algos) {
+int CublasLtGemm16::plan(const std::string& dtype, bool out_f32, bool ta, bool tb, int m, int n,
+                         int k, int lda, int ldb, int ldc, int max_algos) {
   State& s = *state_;
-  const cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_16F, out = out_f32 ? CUDA_R_32F : in;
-  s.describe_problem(CUBLAS_COMPUTE_32F, CUDA_R_32F, in, out, ta, tb, m, n, k, lda, ldb, ldc);
+  const bool tf32 = dtype == "tf32";
+  const cudaDataType_t in = dtype == "bf16" ? CUDA_R_16BF : dtype == "f16" ? CUDA_R_16F : CUDA_R_32F;
+  const cudaDataType_t out = out_f32 ? CUDA_R_32F : in;
+  s.describe_problem(tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F, in, out,
+                     ta, tb, m, n, k, lda, ldb, ldc);
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   cublasStatus_t st =
@@ -422,7 +425,7 @@ std::string CublasLtGemm16::describe(int i) const {
 
 void CublasLtGemm16::run(int i, float alpha, const void* a, const void* b, float beta, void* c,
                          CUstream stream) {
-  state_->run(i, &alpha, a, b, &beta, c, stream, "cublasLtMatmul (16-bit inputs)");
+  state_->run(i, &alpha, a, b, &beta, c, stream, "cublasLtMatmul (tensor cores)");
 }
 
 namespace {

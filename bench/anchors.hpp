@@ -88,9 +88,10 @@ class CublasLtFmaDgemm {
   State* state_ = nullptr;
 };
 
-// cuBLASLt GEMM of 16-bit inputs (bf16 or fp16) with fp32 accumulation (CUBLAS_COMPUTE_32F) and
-// C of the input type or f32, column-major, alpha and beta (float) on the host, a 32 MiB
-// workspace: the tensor-core anchor of `ktune bench gemm --dtype bf16|f16`. plan() keeps the
+// cuBLASLt GEMM on the tensor cores with fp32 accumulation: 16-bit inputs (bf16 or fp16,
+// CUBLAS_COMPUTE_32F) and C of the input type or f32, or float inputs and C multiplied as tf32
+// (CUBLAS_COMPUTE_32F_FAST_TF32); column-major, alpha and beta (float) on the host, a 32 MiB
+// workspace: the tensor-core anchor of `ktune bench gemm --dtype bf16|f16|tf32`. plan() keeps the
 // heuristic's first `max_algos` offers; the caller times them and keeps the fastest.
 class CublasLtGemm16 {
  public:
@@ -99,8 +100,9 @@ class CublasLtGemm16 {
   CublasLtGemm16(const CublasLtGemm16&) = delete;
   CublasLtGemm16& operator=(const CublasLtGemm16&) = delete;
   // Returns how many algorithms the plan holds (0: none, nothing can run).
-  int plan(bool bf16, bool out_f32, bool trans_a, bool trans_b, int m, int n, int k, int lda,
-           int ldb, int ldc, int max_algos);
+  // dtype "bf16", "f16" or "tf32".
+  int plan(const std::string& dtype, bool out_f32, bool trans_a, bool trans_b, int m, int n, int k,
+           int lda, int ldb, int ldc, int max_algos);
   std::string describe(int i) const;
   void run(int i, float alpha, const void* a, const void* b, float beta, void* c, CUstream stream);
 

@@ -1,5 +1,5 @@
 """A Triton matmul, autotuned over 12 usual Hopper configurations, on the shapes of a
-`ktune bench gemm --dtype bf16|f16` CSV, in the same GPU visit: its rows are appended to that CSV
+`ktune bench gemm --dtype bf16|f16|tf32` CSV, in the same GPU visit: its rows are appended to that CSV
 with `triton` in the anchor column (the Triton matmul itself, and ktune's row over it).
 
 ktune's gemm_tc problem m x n x k (column-major, op tn) is, in row-major terms,
@@ -7,7 +7,10 @@ C (n x m) = W (n x k) @ X (m x k)^T: Triton computes that product, with X^T as a
 Timing as ktune's bench: L2 flushed before each run, median of 30 after warm-up. Every result is
 checked against torch.matmul in float32 (TF32 off) before it is timed.
 
-Usage: python3 bench/tc_triton.py CSV   (the CSV of ktune bench gemm --dtype bf16 or f16)
+tf32: float32 tensors, which tl.dot multiplies as tf32 (its default input precision for float32),
+C float32.
+
+Usage: python3 bench/tc_triton.py CSV   (the CSV of ktune bench gemm --dtype bf16, f16 or tf32)
 """
 import csv
 import datetime
@@ -103,7 +106,7 @@ def main():
             continue
         key = dict(kv.split("=") for kv in r["problem"].split(";"))
         m, n, k = int(key["m"]), int(key["n"]), int(key["k"])
-        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[key["dtype"]]
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}[key["dtype"]]
         g = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)
         w = torch.rand(n, k, device="cuda", dtype=dtype, generator=g) * 2 - 1
         x = torch.rand(m, k, device="cuda", dtype=dtype, generator=g) * 2 - 1
@@ -113,9 +116,12 @@ def main():
         want = w.float() @ x.float().t()
         err = (c.float() - want).abs()
         mag = w.float().abs() @ x.float().abs().t()
-        rel = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
-        # The output's rounding, and fp32 sums (Triton's and torch's reference) as ktune's bench.
+        rel = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11, torch.float32: 0.0}[dtype]
+        # The output's rounding, and fp32 sums (Triton's and torch's reference) as ktune's bench;
+        # for tf32 also each factor's loss to 10 bits of mantissa (docs/GEMM_TC.md).
         acc = 2 * (1 + rel) * 16 * 5.96e-8 * k ** 0.5
+        if dtype == torch.float32:
+            acc += 2.0 ** -9 * (1 + 2.0 ** -11)
         ok = bool((err <= rel * want.abs() + acc * mag + 1e-6).all())
         ms = time_ms(lambda: run(w, x.t(), c))
         tflops = 2.0 * m * n * k / ms / 1e9

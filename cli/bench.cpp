@@ -334,7 +334,14 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
   }
 }
 
-// The tensor-core GEMM (family gemm_tc, op tn, C of the input type) against cuBLASLt: the
+// The bench's gemm_tc problem of a dtype: C of the input type (f32 for tf32), 16-byte alignment.
+Problem gemm_tc_bench_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                              std::int64_t n, std::int64_t k) {
+  const bool tf32 = dtype == "tf32";
+  return gemm_tc_problem(dtype, tf32 ? "f32" : dtype, trans_a, trans_b, m, n, k, tf32 ? 4 : 8);
+}
+
+// The tensor-core GEMM (family gemm_tc, op tn, C of the input type; f32 for tf32) against cuBLASLt: the
 // heuristic's first 8 algorithms screened (3 runs each) and the fastest timed like ktune's
 // configuration (the runtime's lookup chain chooses it, as `ktune explain` shows), both verified
 // against the double reference on fresh inputs.
@@ -348,7 +355,7 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
   double log_sum = 0;
   int count = 0;
   for (const GemmShape& s : shapes) {
-    const Problem problem = gemm_tc_problem(dtype, dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, 8);
+    const Problem problem = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k);
     family.validate(problem);
     auto workload = family.make_workload(problem, device, cache);
     const TcCall call = gemm_tc_workload_call(*workload);
@@ -373,8 +380,8 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
     };
     const int m = static_cast<int>(call.m), n = static_cast<int>(call.n),
               k = static_cast<int>(call.k);
-    const int algos = lt.plan(dtype == "bf16", call.out == "f32", call.trans_a, call.trans_b, m, n,
-                              k, static_cast<int>(call.lda), static_cast<int>(call.ldb),
+    const int algos = lt.plan(dtype, call.out == "f32", call.trans_a, call.trans_b, m, n, k,
+                              static_cast<int>(call.lda), static_cast<int>(call.ldb),
                               static_cast<int>(call.ldc), 8);
     auto run_lt = [&](int i) {
       return [&, i](CUstream st) { lt.run(i, 1.0f, call.a, call.b, 0.0f, call.c, st); };
@@ -555,9 +562,10 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
     shapes = {{static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
                static_cast<std::int64_t>(s[2]), op[0] == 't', op[1] == 't'}};
   }
-  if (family_name == "gemm" && (dtype == "bf16" || dtype == "f16") && !shape.empty())
-    gemm_tc_family().validate(gemm_tc_problem(dtype, dtype, shapes[0].trans_a, shapes[0].trans_b,
-                                              shapes[0].m, shapes[0].n, shapes[0].k, 8));
+  const bool tc = dtype == "bf16" || dtype == "f16" || dtype == "tf32";
+  if (family_name == "gemm" && tc && !shape.empty())
+    gemm_tc_family().validate(gemm_tc_bench_problem(dtype, shapes[0].trans_a, shapes[0].trans_b,
+                                                    shapes[0].m, shapes[0].n, shapes[0].k));
 #ifndef KTUNE_HAVE_ANCHORS
   (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)shapes;
   Device device(common.device);
@@ -639,7 +647,7 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
       rows.push_back(r);
     }
   }
-  if (family_name == "gemm" && (dtype == "bf16" || dtype == "f16")) {
+  if (family_name == "gemm" && tc) {
     std::vector<GemmShape> tc_shapes;
     if (shape.empty())
       for (const TcShape& s : gemm_tc_suite()) tc_shapes.push_back({s.m, s.n, s.k, true, false});

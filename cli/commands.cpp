@@ -100,12 +100,15 @@ Problem build_problem(const ProblemArgs& a) {
   // A family file's family: axes from the options, the others from its first tuning problem.
   const Family& family = find_family(a.family);
   Problem p = family.default_problems().front();
+  std::vector<std::string> given;
   for (const auto& [axis, text] : a.axes) {
     if (p.sizes.count(axis))
       p.sizes[axis] = static_cast<std::int64_t>(parse_size(text, "--" + axis));
     else
       p.attrs[axis] = text;
+    given.push_back(axis);
   }
+  family.complete_problem(p, given);
   family.validate(p);
   return p;
 }

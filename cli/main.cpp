@@ -586,10 +586,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_gemm
       ->add_option("--dtype", bench_dtype,
-                   "f32, f64 or all (FMA units and FP64 tensor cores, against cuBLAS), or bf16 or "
-                   "f16 (the tensor-core family gemm_tc, C of the same type, op tn, against "
-                   "cuBLASLt)")
-      ->check(CLI::IsMember({"f32", "f64", "all", "bf16", "f16"}))
+                   "f32, f64 or all (FMA units and FP64 tensor cores, against cuBLAS), or bf16, "
+                   "f16 or tf32 (the tensor-core family gemm_tc, C of the same type, f32 for tf32, "
+                   "op tn, against cuBLASLt)")
+      ->check(CLI::IsMember({"f32", "f64", "all", "bf16", "f16", "tf32"}))
       ->capture_default_str();
   // The any-shape benchmark: its own database, so that neither stage sees the user's results.
   RandomShapesArgs bench_random;
@@ -865,7 +865,7 @@ int main(int argc, char** argv) {
                                  : bench_hist->parsed() ? "histogram"
                                                         : "gemm";
       // The tensor-core kernels take op tn only: that is the default op of their --shape.
-      const bool tc = bench_dtype == "bf16" || bench_dtype == "f16";
+      const bool tc = bench_dtype == "bf16" || bench_dtype == "f16" || bench_dtype == "tf32";
       if (tc && bench_gemm->get_option("--op")->count() == 0) bench_op = "tn";
       code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,
                        bench_op);

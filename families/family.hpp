@@ -113,6 +113,11 @@ class Family {
   virtual std::vector<Problem> default_problems() const = 0;
   // Throws Error(kInvalidArgument) naming what is wrong when the problem is not one of ours.
   virtual void validate(const Problem& problem) const = 0;
+  // A problem built from a default problem with the axes in `given` set by the user (ktune tune
+  // FAMILY --axis VALUE): the family may derive the axes not given from those given (gemm_tc's
+  // out and align follow dtype). Before validate().
+  virtual void complete_problem(Problem& /*problem*/,
+                                const std::vector<std::string>& /*given*/) const {}
 
   // Why `config` cannot serve `problem` on a device with `limits`, or "" when it can.
   // Static constraints only (known before compiling); resource checks come after ptxas.

@@ -103,6 +103,8 @@ ktune::DataType dtype_of(int t, const char* what) {
       return ktune::DataType::kBF16;
     case KTUNE_DTYPE_F16:
       return ktune::DataType::kF16;
+    case KTUNE_DTYPE_TF32:
+      return ktune::DataType::kTF32;
   }
   throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
                      std::string(what) + ": " + std::to_string(t) + " is not a KTUNE_DTYPE_*");

@@ -209,8 +209,8 @@ struct Runtime::Impl {
                                                 stream);
   }
 
-  // bf16 / fp16 A and B: the tensor-core family gemm_tc.
-  void gemm16(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+  // bf16 / fp16 / tf32 A and B: the tensor-core family gemm_tc.
+  void gemm_tc(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
               float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
               float beta, void* c, std::int64_t ldc, const char* dtype, const char* out,
               CUstream stream) {
@@ -248,21 +248,26 @@ struct Runtime::Impl {
     device->make_current();
     static const Family& family = find_family("gemm_tc");
     if (k == 0 || alpha == 0) {
-      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, 8);
+      const Problem p =
+          gemm_tc_problem(dtype, out, true, false, 1, 1, 1, std::string(dtype) == "tf32" ? 4 : 8);
       CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
                                                 device->limits().arch());
       r.name_expressions = {gemm_tc_scale_name(out)};
       gemm_tc_scale_launch(*kernels->get(r), call, stream);
       return;
     }
-    if (gemm_tc_alignment(call) != 8)
-      throw Error(ErrorCode::kUnsupported,
-                  what + ": A, B, lda and ldb must be aligned to 16 bytes (8 elements) so far");
-    const unsigned in_code = call.dtype == "bf16" ? 1 : 2;
+    const bool tf32 = call.dtype == "tf32";
+    const int align = tf32 ? 4 : 8;  // 16 bytes
+    if (gemm_tc_alignment(call) != align)
+      throw Error(ErrorCode::kUnsupported, what +
+                                               ": A, B, lda and ldb must be aligned to 16 bytes (" +
+                                               std::to_string(align) + " elements) so far");
+    const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
-    const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | 8u, call.m, call.n, call.k};
+    const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(align), call.m, call.n,
+                      call.k};
     const Entry& e = resolve(key, family, [&] {
-      return gemm_tc_problem(dtype, out, true, false, call.m, call.n, call.k, 8);
+      return gemm_tc_problem(dtype, out, true, false, call.m, call.n, call.k, align);
     });
     gemm_tc_launch(*e.kernel, e.choice.config, call, stream);
   }
@@ -465,19 +470,24 @@ void Runtime::gemm_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int6
         return "bf16";
       case DataType::kF16:
         return "f16";
+      case DataType::kTF32:
+        return "tf32";
     }
     return "?";
   };
-  if (ab_type != DataType::kBF16 && ab_type != DataType::kF16)
+  if (ab_type != DataType::kBF16 && ab_type != DataType::kF16 && ab_type != DataType::kTF32)
     throw Error(ErrorCode::kUnsupported,
                 std::string("gemm_ex: A and B of type ") + name(ab_type) +
-                    ": gemm_ex takes bf16 and f16 so far (gemm() takes f32 and f64)");
+                    ": gemm_ex takes bf16, f16 and tf32 so far (gemm() takes f32 and f64)");
+  if (ab_type == DataType::kTF32 && c_type != DataType::kF32)
+    throw Error(ErrorCode::kUnsupported, std::string("gemm_ex: C of type ") + name(c_type) +
+                                             " with A and B of tf32: C is f32 (float)");
   if (c_type != ab_type && c_type != DataType::kF32)
     throw Error(ErrorCode::kUnsupported, std::string("gemm_ex: C of type ") + name(c_type) +
                                              " with A and B of " + name(ab_type) +
                                              ": C is f32 or the type of A and B");
   const ContextScope scope(*impl().device);
-  impl().gemm16(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, name(ab_type),
+  impl().gemm_tc(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, name(ab_type),
                 name(c_type), stream);
 }
 

@@ -62,8 +62,9 @@ for step in "${steps[@]}"; do
       for shape in ${TC_SHAPES:-4096x4096x4096 1000x3000x520}; do
         IFS=x read -r m n k <<<"$shape"
         for d in ${TC_DTYPES:-bf16}; do
+          # C of the input type (f32 for tf32) unless TC_OUT says.
           run_step "tune-tc-$d-$shape" "$KTUNE" tune gemm_tc --m "$m" --n "$n" --k "$k" --dtype "$d" \
-            --out "${TC_OUT:-$d}" --max-evals "${TC_EVALS:-40}" --strategy "${TC_STRATEGY:-auto}" \
+            ${TC_OUT:+--out "$TC_OUT"} --max-evals "${TC_EVALS:-40}" --strategy "${TC_STRATEGY:-auto}" \
             --timeout-floor 2
         done
       done

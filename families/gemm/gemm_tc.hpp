@@ -1,5 +1,6 @@
-// The tensor-core GEMM family for 16-bit inputs (gemm_tc.cuh): bf16 and fp16 in, fp32 accumulation,
-// fp32 or the input type out, on sm_90 (wgmma, TMA). Column-major BLAS calls, as the gemm family.
+// The tensor-core GEMM family (gemm_tc.cuh): bf16, fp16 or tf32 in (tf32: float arrays multiplied
+// with 10 bits of mantissa), fp32 accumulation, fp32 or the 16-bit input type out, on sm_90
+// (wgmma, TMA). Column-major BLAS calls, as the gemm family.
 #pragma once
 
 #include <cuda.h>
@@ -16,8 +17,8 @@ namespace ktune {
 class Family;
 class Kernel;
 
-// C(m x n) = alpha * op(A) * op(B) + beta * C, column-major, A and B of `dtype` ("bf16", "f16"),
-// C of `out` ("f32" or the input's dtype).
+// C(m x n) = alpha * op(A) * op(B) + beta * C, column-major, A and B of `dtype` ("bf16", "f16",
+// or "tf32": float arrays), C of `out` ("f32", or the input's dtype for bf16 and f16).
 struct TcCall {
   std::string dtype = "bf16", out = "f32";
   bool trans_a = true, trans_b = false;
@@ -32,25 +33,28 @@ struct TcCall {
 };
 
 // The problem of a call: sizes m, n, k and align (elements: operand pointers and leading
-// dimensions are multiples of it; the kernels need 8, 16 bytes, for the TMA), attributes dtype,
-// out and op.
+// dimensions are multiples of it; the kernels need 16 bytes, for the TMA: 8 elements of 16 bits,
+// 4 of tf32), attributes dtype, out and op.
 Problem gemm_tc_problem(const std::string& dtype, const std::string& out, bool trans_a,
                         bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, int align);
 
-// Largest of {8, 4, 2, 1} elements dividing the operand pointers' alignment and their leading
-// dimensions.
+// Largest of {8, 4, 2, 1} elements, at most 16 bytes, dividing the operand pointers' alignment
+// and their leading dimensions.
 int gemm_tc_alignment(const TcCall& call);
 
-// How far a computed element of C may be from the exact sum ref of its k products (A and B of
-// a 16-bit type multiply exactly) whose magnitudes add up to absref, for C of type `out`:
-// |c - ref| <= rel |ref| + acc absref. rel is the output's rounding (2^-8 for bf16, 2^-11 for
-// fp16, 0 for f32); acc covers the fp32 accumulation, whose rounding errors of random signs grow
-// like sqrt(k): 16 u_f32 sqrt(k) (times 1 + rel). One product lost or counted twice (|a b| about
-// 1/4 of absref / k for uniform inputs) exceeds it, on average, for k up to about 10^4.
+// How far a computed element of C may be from the exact sum ref of its k products (values of a
+// 16-bit type, or of tf32, multiply exactly) whose magnitudes add up to absref, for C of type
+// `out`: |c - ref| <= rel |ref| + acc absref. rel is the output's rounding (2^-8 for bf16, 2^-11
+// for fp16, 0 for f32); acc covers the fp32 accumulation, whose rounding errors of random signs
+// grow like sqrt(k): 16 u_f32 sqrt(k) (times 1 + rel). One product lost or counted twice (|a b|
+// about 1/4 of absref / k for uniform inputs) exceeds it, on average, for k up to about 10^4.
+// Float inputs that tf32 does not represent lose up to 2^-10 of each factor (the tensor cores
+// read 10 bits of mantissa): add `input` absref (2^-9 (1 + 2^-11) for tf32, 0 for 16-bit types,
+// whose arrays hold what is multiplied).
 struct TcTolerance {
-  double rel = 0, acc = 0;
+  double rel = 0, acc = 0, input = 0;
 };
-TcTolerance gemm_tc_tolerance(const std::string& out, std::int64_t k);
+TcTolerance gemm_tc_tolerance(const std::string& dtype, const std::string& out, std::int64_t k);
 
 // The wgmma wrappers the kernels include (gemm_tc_wgmma.cuh), generated for every BN.
 std::string gemm_tc_wgmma_header();
@@ -66,7 +70,7 @@ const Family& gemm_tc_family();
 std::string gemm_tc_scale_name(const std::string& out);
 void gemm_tc_scale_launch(const Kernel& kernel, const TcCall& call, CUstream stream);
 
-// The shapes `ktune tune gemm_tc --suite` and `ktune bench gemm --dtype bf16|f16` use.
+// The shapes `ktune tune gemm_tc --suite` and `ktune bench gemm --dtype bf16|f16|tf32` use.
 struct TcShape {
   std::int64_t m, n, k;
 };

@@ -55,7 +55,9 @@ typedef enum ktune_dtype {
   KTUNE_DTYPE_F32 = 0,
   KTUNE_DTYPE_F64 = 1,
   KTUNE_DTYPE_BF16 = 2,
-  KTUNE_DTYPE_F16 = 3
+  KTUNE_DTYPE_F16 = 3,
+  /* float arrays multiplied as TF32 on the tensor cores (10 bits of mantissa), C float. */
+  KTUNE_DTYPE_TF32 = 4
 } ktune_dtype;
 
 /* CUDA driver handles without including cuda.h. */
@@ -97,8 +99,8 @@ KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a,
                                         const double* b, int64_t ldb, double beta, double* c,
                                         int64_t ldc, ktune_stream stream);
 
-/* A and B of ab_type (KTUNE_DTYPE_BF16 or _F16) on the tensor cores, C of c_type (ab_type or
- * KTUNE_DTYPE_F32), as Runtime::gemm_ex: so far sm_90, both operands k-contiguous, 16-byte
+/* A and B of ab_type (KTUNE_DTYPE_BF16, _F16, or _TF32: float arrays) on the tensor cores, C of
+ * c_type (KTUNE_DTYPE_F32, or ab_type for the 16-bit types), as Runtime::gemm_ex: so far sm_90, both operands k-contiguous, 16-byte
  * aligned operands (else KTUNE_UNSUPPORTED with the reason). */
 KTUNE_C_EXPORT ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b,
                                           int64_t m, int64_t n, int64_t k, float alpha,

@@ -68,8 +68,9 @@ enum class LookupStep { kCache, kExact, kNearest, kSameArch, kDefault, kPredicte
 // GEMM storage order (BLAS is column-major) and operand transposition.
 enum class Layout { kColMajor, kRowMajor };
 enum class Op { kN, kT };
-// Element types of gemm_ex: float, double, __nv_bfloat16, __half.
-enum class DataType { kF32, kF64, kBF16, kF16 };
+// Element types of gemm_ex: float, double, __nv_bfloat16, __half; kTF32: float arrays multiplied
+// as TF32 (10 bits of mantissa) on the tensor cores, as cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32.
+enum class DataType { kF32, kF64, kBF16, kF16, kTF32 };
 std::string_view to_string(LookupStep step) noexcept;
 
 struct Choice {
@@ -115,12 +116,13 @@ class Runtime {
   void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
             double alpha, const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
             double beta, double* c, std::int64_t ldc, CUstream stream = nullptr);
-  // --- gemm_ex: A and B of a 16-bit type on the tensor cores (family gemm_tc), as cublasGemmEx ---
-  // A and B of ab_type (kBF16 or kF16: __nv_bfloat16 or __half), fp32 accumulation, C of c_type
-  // (ab_type or kF32); alpha and beta in float. So far: an sm_90 GPU (H100, H200), both operands
-  // k-contiguous (column-major op_a = T and op_b = N; row-major op_a = N and op_b = T, a
-  // row-major x @ w.T), A, B, lda and ldb aligned to 16 bytes; other calls throw
-  // Error(kUnsupported) saying which. BLAS semantics otherwise, as gemm() (any m, n, k and ldc).
+  // --- gemm_ex: A and B on the tensor cores (family gemm_tc), as cublasGemmEx ---
+  // A and B of ab_type (kBF16 or kF16: __nv_bfloat16 or __half; kTF32: float), fp32
+  // accumulation, C of c_type (kF32, or ab_type for the 16-bit types); alpha and beta in float. So
+  // far: an sm_90 GPU (H100, H200), both operands k-contiguous (column-major op_a = T and op_b = N;
+  // row-major op_a = N and op_b = T, a row-major x @ w.T), A, B, lda and ldb aligned to 16 bytes;
+  // other calls throw Error(kUnsupported) saying which. BLAS semantics otherwise, as gemm() (any m,
+  // n, k and ldc).
   void gemm_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                float alpha, DataType ab_type, const void* a, std::int64_t lda, const void* b,
                std::int64_t ldb, float beta, DataType c_type, void* c, std::int64_t ldc,

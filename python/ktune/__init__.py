@@ -157,10 +157,10 @@ def _stream(arr, stream):
     raise TypeError(f"stream: {type(stream).__name__} is not a CUDA stream")
 
 
-_GEMM_EX_TYPES = {"f32": 0, "f64": 1, "bf16": 2, "f16": 3}
+_GEMM_EX_TYPES = {"f32": 0, "f64": 1, "bf16": 2, "f16": 3, "tf32": 4}
 
 
-def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None):
+def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False):
     """out = alpha * a @ b + beta * out for 2-D float32, float64, bfloat16 or float16 arrays on
     one device.
 
@@ -168,11 +168,15 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None):
     then be 0). Runs on the arrays' device, on `stream` or the array library's current stream.
     bfloat16 and float16 run on the tensor cores (an H100 or H200 so far) with float32
     accumulation, out of the same type or float32, and need a row-major a and b given as a
-    transposed view (x @ w.t(), as torch.nn.Linear computes) with 16-byte aligned rows."""
+    transposed view (x @ w.t(), as torch.nn.Linear computes) with 16-byte aligned rows.
+    tf32=True multiplies float32 arrays as TF32 on the tensor cores (10 bits of mantissa, as
+    torch.backends.cuda.matmul.allow_tf32), with the same conditions; float32 out."""
     A, B = as_array(a, "a"), as_array(b, "b")
     if A.dtype != B.dtype or A.dtype not in ("f32", "f64", "bf16", "f16"):
         raise TypeError(f"gemm: a and b must both be float32, float64, bfloat16 or float16 (got "
                         f"{A.dtype}, {B.dtype})")
+    if tf32 and A.dtype != "f32":
+        raise TypeError(f"gemm: tf32=True takes float32 a and b (got {A.dtype})")
     for arr, what in ((A, "a"), (B, "b")):
         if len(arr.shape) != 2:
             raise ValueError(f"gemm: {what}: a matrix has 2 dimensions, this has {len(arr.shape)}")
@@ -195,8 +199,8 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None):
     op_c, ldc = _matrix(C, "out")
     h, rt = lib(), runtime(device)
     s = _stream(A, stream)
-    if sixteen:
-        ab, ct = _GEMM_EX_TYPES[A.dtype], _GEMM_EX_TYPES[C.dtype]
+    if sixteen or tf32:
+        ab, ct = _GEMM_EX_TYPES["tf32" if tf32 else A.dtype], _GEMM_EX_TYPES[C.dtype]
         fn = lambda oa, ob, mm, nn, pa, la, pb, lb: h.ktune_gemm_ex(  # noqa: E731
             rt.handle, ROW_MAJOR, oa, ob, mm, nn, k, alpha, ab, pa, la, pb, lb, beta, ct, C.ptr,
             ldc, s)

@@ -80,6 +80,25 @@ def test_gemm_bf16_and_f16_run_x_at_w_t_on_the_tensor_cores():
         raises(ktune.Error, ktune.gemm, x, w.t().contiguous(), contains="k-contiguous")
 
 
+def test_gemm_tf32_runs_x_at_w_t_on_the_tensor_cores():
+    torch = _torch()
+    if torch.cuda.get_device_capability() != (9, 0):
+        skip("the tensor-core GEMM runs on sm_90 only so far")
+    g = torch.Generator(device="cuda").manual_seed(4)
+    for m, n, k in ((64, 48, 32), (1000, 776, 336), (4096, 1024, 2048)):
+        x = torch.rand(m, k, device="cuda", generator=g) - 0.5
+        w = torch.rand(n, k, device="cuda", generator=g) - 0.5
+        want = x.double() @ w.double().t()
+        mag = x.double().abs() @ w.double().abs().t()
+        # The fp32 accumulation plus each factor's loss to tf32's 10 bits (docs/GEMM_TC.md).
+        bound = (16 * 5.96e-8 * k ** 0.5 + 2.0 ** -9 * (1 + 2.0 ** -11)) * mag
+        out = ktune.gemm(x, w.t(), tf32=True)
+        assert out.dtype == torch.float32
+        bad = int(((out.double() - want).abs() > bound + 1e-12).sum())
+        assert bad == 0, f"tf32 {m}x{n}x{k}: {bad} elements off"
+    raises(TypeError, ktune.gemm, x.double(), w.double().t(), tf32=True, contains="float32")
+
+
 def test_gemm_runs_on_the_current_stream():
     torch = _torch()
     a = torch.rand(2048, 2048, device="cuda")

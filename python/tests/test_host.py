@@ -58,6 +58,8 @@ def test_arguments_are_checked_before_the_gpu():
     # 16-bit inputs: out of the same type or float32.
     raises(ValueError, ktune.gemm, FakeCudaArray((4, 8), "<f2"), FakeCudaArray((8, 2), "<f2"),
            out=FakeCudaArray((4, 2), "<f8"), contains="out must be f16 or f32")
+    raises(TypeError, ktune.gemm, FakeCudaArray((4, 8), "<f2"), FakeCudaArray((8, 2), "<f2"),
+           tf32=True, contains="tf32=True takes float32")
     raises(ValueError, ktune.gemm, FakeCudaArray((4, 3, 2)), FakeCudaArray((3, 2)),
            contains="2 dimensions")
     # Strides that are neither a matrix's nor its transpose's.

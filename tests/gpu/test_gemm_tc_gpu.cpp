@@ -1,4 +1,5 @@
-// GPU tests of the tensor-core GEMM (family gemm_tc, sm_90): configurations of every code path
+// GPU tests of the tensor-core GEMM (family gemm_tc, sm_90; bf16, fp16, tf32): configurations of
+// every code path
 // (tile shapes, one or two consumer warpgroups, clusters with TMA multicast, the persistent grid)
 // against a host reference in double, with alpha and beta, edges in m, n and k, an odd ldc (the
 // scalar stores) and rows of C past m that must stay as they were.
@@ -20,7 +21,7 @@ namespace {
 using testing::download;
 using testing::upload;
 
-// Values i / 128 with |i| <= 128: exact in bf16 and fp16, so every product is exact and the
+// Values i / 128 with |i| <= 128: exact in bf16, fp16 and tf32, so every product is exact and the
 // reference in double is the exact sum.
 std::uint16_t encode(float v, bool bf16) {
   if (bf16) {
@@ -34,6 +35,23 @@ std::uint16_t encode(float v, bool bf16) {
   const double frac = std::frexp(std::fabs(v), &e);  // |v| = frac 2^e, frac in [0.5, 1)
   const auto mant = static_cast<std::uint16_t>(std::lround((frac * 2 - 1) * 1024));
   return static_cast<std::uint16_t>(sign | ((e - 1 + 15) << 10) | mant);
+}
+
+// The bytes of an input array of `dtype` (bf16, f16 or tf32: float).
+std::vector<unsigned char> encode_inputs(const std::vector<double>& v, const std::string& dtype) {
+  std::vector<unsigned char> out;
+  if (dtype == "tf32") {
+    std::vector<float> f(v.begin(), v.end());
+    out.resize(f.size() * 4);
+    std::memcpy(out.data(), f.data(), out.size());
+  } else {
+    std::vector<std::uint16_t> h(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      h[i] = encode(static_cast<float>(v[i]), dtype == "bf16");
+    out.resize(h.size() * 2);
+    std::memcpy(out.data(), h.data(), out.size());
+  }
+  return out;
 }
 
 double decode(std::uint16_t h, bool bf16) {
@@ -57,26 +75,26 @@ struct Case {
 
 void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint64_t seed) {
   const Family& f = gemm_tc_family();
-  const Problem p = gemm_tc_problem(c.dtype, c.out, true, false, c.m, c.n, c.k, 8);
+  const bool tf32 = c.dtype == "tf32";
+  const std::int64_t align = tf32 ? 4 : 8;  // 16 bytes
+  const Problem p = gemm_tc_problem(c.dtype, c.out, true, false, c.m, c.n, c.k, align);
   Config config = f.default_config(p, device.limits());
   for (const auto& [name, value] : c.changes) config[name] = value;
   const std::string label = p.key() + " " + to_string(config);
   ASSERT_EQ(f.reject(config, p, device.limits()), "") << label;
-  const bool bf16 = c.dtype == "bf16", out16 = c.out != "f32", out_bf16 = c.out == "bf16";
-  const std::int64_t lda = (c.k + 7) / 8 * 8 + 8, ldb = lda;
+  const bool out16 = c.out != "f32", out_bf16 = c.out == "bf16";
+  const std::int64_t lda = (c.k + align - 1) / align * align + align, ldb = lda;
   // An odd ldc (pair stores), or with beta = 0 a multiple of 8 (16-byte stores); rows past m.
   const std::int64_t ldc = c.beta == 0 ? (c.m + 3 + 7) / 8 * 8 : c.m + 3;
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> pick(-128, 128);
   std::vector<double> a(static_cast<std::size_t>(lda * c.m), 0),
       b(static_cast<std::size_t>(ldb * c.n), 0), c0(static_cast<std::size_t>(ldc * c.n));
-  std::vector<std::uint16_t> ha(a.size()), hb(b.size());
-  for (std::size_t i = 0; i < a.size(); ++i)
-    ha[i] = encode(static_cast<float>(a[i] = pick(rng) / 128.0), bf16);
-  for (std::size_t i = 0; i < b.size(); ++i)
-    hb[i] = encode(static_cast<float>(b[i] = pick(rng) / 128.0), bf16);
+  for (auto& v : a) v = pick(rng) / 128.0;
+  for (auto& v : b) v = pick(rng) / 128.0;
   for (auto& v : c0) v = pick(rng) / 128.0;
-  detail::DeviceBuffer da(ha.size() * 2), db(hb.size() * 2), dc(c0.size() * (out16 ? 2 : 4));
+  const std::vector<unsigned char> ha = encode_inputs(a, c.dtype), hb = encode_inputs(b, c.dtype);
+  detail::DeviceBuffer da(ha.size()), db(hb.size()), dc(c0.size() * (out16 ? 2 : 4));
   upload(da.get(), ha);
   upload(db.get(), hb);
   if (out16) {
@@ -94,7 +112,7 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
   call.a = reinterpret_cast<const void*>(da.get()), call.lda = lda;
   call.b = reinterpret_cast<const void*>(db.get()), call.ldb = ldb;
   call.c = reinterpret_cast<void*>(dc.get()), call.ldc = ldc;
-  ASSERT_EQ(gemm_tc_alignment(call), 8);
+  ASSERT_EQ(gemm_tc_alignment(call), align);
   auto kernel = cache.get(f.compile_request(config, p, device.limits().arch()));
   gemm_tc_launch(*kernel, config, call, nullptr);
   testing::synchronize();
@@ -106,7 +124,7 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
     const auto h = download<float>(dc.get(), c0.size());
     got.assign(h.begin(), h.end());
   }
-  const TcTolerance tol = gemm_tc_tolerance(c.out, c.k);
+  const TcTolerance tol = gemm_tc_tolerance(c.dtype, c.out, c.k);  // exact inputs: no input term
   std::int64_t wrong = 0;
   for (std::int64_t j = 0; j < c.n; ++j)
     for (std::int64_t i = 0; i < ldc; ++i) {
@@ -157,6 +175,12 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
        3000,
        300,
        {{"PINGPONG", 1}, {"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}}},
+      // tf32: 32 k-elements per stage (k = 4100 leaves 4 in the last), the same code paths.
+      {"tf32", "f32", 1000, 3000, 520, {}},
+      {"tf32", "f32", 2500, 3000, 136, {{"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}}, 0.0f},
+      {"tf32", "f32", 77, 1025, 4100, {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}, {"STAGES", 6}}},
+      {"tf32", "f32", 1000, 1500, 700, {{"PINGPONG", 1}, {"WM", 128}, {"BN", 128}}},
+      {"tf32", "f32", 1500, 4000, 200, {{"BN", 64}, {"WM", 128}, {"STAGES", 2}, {"PERSIST", 1}}},
   };
   std::uint64_t seed = 7;
   for (const Case& c : cases) run_case(ktune_held_device, cache, c, ++seed);
@@ -200,7 +224,7 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
                k, 0.0f, t, reinterpret_cast<void*>(dy.get()), n);
     testing::synchronize();
     const auto y16 = download<std::uint16_t>(dy.get(), static_cast<std::size_t>(m * n));
-    const TcTolerance tol16 = gemm_tc_tolerance(bf16 ? "bf16" : "f16", k);
+    const TcTolerance tol16 = gemm_tc_tolerance(bf16 ? "bf16" : "f16", bf16 ? "bf16" : "f16", k);
     std::int64_t wrong = 0;
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j) {
@@ -267,6 +291,75 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
               }),
               ErrorCode::kInvalidArgument);
   }
+}
+
+// tf32 through Runtime::gemm_ex: float arrays of any values (not rounded to tf32 beforehand),
+// row-major y = x @ w.T, within the documented tolerance with its input term; tf32 with C of
+// another type than f32, and operands not 16-byte aligned, refused with kUnsupported.
+TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major != 9)
+    GTEST_SKIP() << "gemm_tc runs on sm_90 only; this GPU is " << ktune_held_device.limits().arch();
+  Options o;
+  o.use_database = false;
+  Runtime rt(o);
+  const std::int64_t m = 333, n = 260, k = 1000;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(m * k)), w(static_cast<std::size_t>(n * k));
+  for (auto& v : x) v = uni(rng);
+  for (auto& v : w) v = uni(rng);
+  detail::DeviceBuffer dx(x.size() * 4), dw(w.size() * 4), dy(static_cast<std::size_t>(m * n) * 4);
+  upload(dx.get(), x);
+  upload(dw.get(), w);
+  const void* px = reinterpret_cast<const void*>(dx.get());
+  const void* pw = reinterpret_cast<const void*>(dw.get());
+  void* py = reinterpret_cast<void*>(dy.get());
+  rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kTF32, px, k, pw, k, 0.0f,
+             DataType::kF32, py, n);
+  testing::synchronize();
+  const auto y = download<float>(dy.get(), static_cast<std::size_t>(m * n));
+  const TcTolerance tol = gemm_tc_tolerance("tf32", "f32", k);
+  ASSERT_GT(tol.input, 0.0);
+  std::int64_t wrong = 0, beyond_fp32 = 0;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0, mag = 0;
+      for (std::int64_t q = 0; q < k; ++q) {
+        const double pr = static_cast<double>(x[static_cast<std::size_t>(i * k + q)]) *
+                          w[static_cast<std::size_t>(j * k + q)];
+        sum += pr;
+        mag += std::fabs(pr);
+      }
+      const double err = std::fabs(y[static_cast<std::size_t>(i * n + j)] - sum);
+      if (!(err <= (tol.acc + tol.input) * mag + 1e-12) && ++wrong <= 3)
+        ADD_FAILURE() << "y(" << i << ", " << j << ") = " << y[static_cast<std::size_t>(i * n + j)]
+                      << ", expected " << sum;
+      if (err > std::ldexp(mag, -20)) ++beyond_fp32;
+    }
+  EXPECT_EQ(wrong, 0);
+  // The inputs were multiplied as tf32, not as fp32: products off by about 2^-11 of random signs
+  // put most results about 2^-11 sqrt(k) / 4 (3e-3) from the exact sum, beyond 2^-20 of the
+  // magnitude sum (2.4e-4), which full fp32 products (about 2e-5 off) stay within.
+  EXPECT_GT(beyond_fp32, m * n / 2);
+  auto code = [&](auto&& call) -> std::optional<ErrorCode> {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.code();
+    }
+    return std::nullopt;
+  };
+  EXPECT_EQ(code([&] {
+              rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kTF32, px, k,
+                         pw, k, 0.0f, DataType::kBF16, py, n);
+            }),
+            ErrorCode::kUnsupported);
+  EXPECT_EQ(code([&] {
+              rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k - 2, 1.0f, DataType::kTF32, px,
+                         k - 2, pw, k - 2, 0.0f, DataType::kF32, py, n);
+            }),
+            ErrorCode::kUnsupported);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// Host tests of the tensor-core GEMM family (gemm_tc): its problems and their checks, the space's
-// constraints against the device limits, the default for every problem, the tolerance of the
-// verification, and real NVRTC compiles for sm_90a (wgmma, TMA, clusters) without spills.
+// Host tests of the tensor-core GEMM family (gemm_tc, bf16 / f16 / tf32): its problems and their
+// checks, the space's constraints against the device limits, the default for every problem, the
+// tolerance of the verification, and real NVRTC compiles for sm_90a (wgmma, TMA, clusters) without
+// spills.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,19 +33,40 @@ std::string rejection(const Problem& p) {
   return {};
 }
 
-TEST(GemmTc, ProblemsTakeSixteenBitInputsBothKContiguous) {
+TEST(GemmTc, ProblemsTakeSixteenBitAndTf32InputsBothKContiguous) {
   EXPECT_EQ(rejection(gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8)), "");
   EXPECT_EQ(rejection(gemm_tc_problem("f16", "f32", true, false, 1, 1, 1, 8)), "");
+  EXPECT_EQ(rejection(gemm_tc_problem("tf32", "f32", true, false, 100, 200, 300, 4)), "");
+  // tf32: float out, 16 bytes = 4 elements of alignment.
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("tf32", "bf16", true, false, 64, 64, 64, 4)),
+                       "out must be f32 for tf32"));
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("tf32", "tf32", true, false, 64, 64, 64, 4)),
+                       "out must be f32 for tf32"));
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("tf32", "f32", true, false, 64, 64, 64, 8)),
+                       "align must be 4 elements of tf32"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", false, false, 64, 64, 64, 8)),
                        "op must be tn"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("f32", "f32", true, false, 64, 64, 64, 8)),
-                       "dtype must be bf16 or f16"));
+                       "dtype must be bf16, f16 or tf32"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "f16", true, false, 64, 64, 64, 8)),
                        "out must be f32 or the input dtype"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", true, false, 64, 64, 64, 4)),
-                       "align must be 8"));
+                       "align must be 8 elements of bf16"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", true, false, 0, 64, 64, 8)),
                        "m must be in"));
+  // ktune tune gemm_tc --dtype tf32: out and align follow dtype unless given.
+  const Family& f = find_family("gemm_tc");
+  Problem p = f.default_problems().front();
+  p.attrs["dtype"] = "tf32";
+  f.complete_problem(p, {"dtype"});
+  EXPECT_EQ(p.attr("out"), "f32");
+  EXPECT_EQ(p.size("align"), 4);
+  EXPECT_EQ(rejection(p), "");
+  p.attrs["dtype"] = "f16";
+  p.attrs["out"] = "f32";
+  f.complete_problem(p, {"dtype", "out"});
+  EXPECT_EQ(p.attr("out"), "f32");
+  EXPECT_EQ(p.size("align"), 8);
   // A key from a database or a caller is parsed and checked the same way.
   EXPECT_THROW(find_family("gemm_tc").parse_problem(
                    "align=8;dtype=bf16;k=64;m=64;n=64;op=tn;out=bf16;extra=1"),
@@ -55,14 +77,17 @@ TEST(GemmTc, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
   const Family& f = find_family("gemm_tc");
   for (const Problem& p : {gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8),
                            gemm_tc_problem("f16", "f32", true, false, 100, 3000, 70, 8),
-                           gemm_tc_problem("bf16", "f32", true, false, 8192, 64, 64, 8)}) {
+                           gemm_tc_problem("bf16", "f32", true, false, 8192, 64, 64, 8),
+                           gemm_tc_problem("tf32", "f32", true, false, 3000, 2000, 100, 4)}) {
     SearchSpace space(f, p, kH100);
     ASSERT_GT(space.size(), 0u) << p.key();
     for (const Config& c : space.configs()) {
       const std::int64_t bm = c.at("WM") * (c.at("PINGPONG") ? 1 : c.at("CONSUMERS")),
                          bn = c.at("BN");
-      if (c.at("PINGPONG")) EXPECT_EQ(c.at("CONSUMERS"), 2) << to_string(c);
-      const std::int64_t smem = c.at("STAGES") * (bm + bn) * 64 * 2 + 1024;
+      if (c.at("PINGPONG")) {
+        EXPECT_EQ(c.at("CONSUMERS"), 2) << to_string(c);
+      }
+      const std::int64_t smem = c.at("STAGES") * (bm + bn) * 128 + 1024;  // 128 bytes of k
       EXPECT_LE(smem, kH100.smem_per_block_optin) << to_string(c);
       EXPECT_LE(c.at("WM") / 64 * bn, 256) << "accumulators: " << to_string(c);
       EXPECT_EQ(f.block_threads(c, p), (c.at("CONSUMERS") + 1) * 128);
@@ -90,29 +115,38 @@ TEST(GemmTc, DefaultIsValidForEveryProblemShape) {
   const Family& f = find_family("gemm_tc");
   for (std::int64_t m : {1, 63, 4096})
     for (std::int64_t n : {1, 200, 8192})
-      for (std::int64_t k : {1, 100, 1 << 20}) {
-        const Problem p = gemm_tc_problem("bf16", "f32", true, false, m, n, k, 8);
-        const Config c = f.default_config(p, kH100);
-        EXPECT_NO_THROW(f.check_config(c));
-        EXPECT_EQ(f.reject(c, p, kH100), "") << p.key();
-      }
+      for (std::int64_t k : {1, 100, 1 << 20})
+        for (const Problem& p : {gemm_tc_problem("bf16", "f32", true, false, m, n, k, 8),
+                                 gemm_tc_problem("tf32", "f32", true, false, m, n, k, 4)}) {
+          const Config c = f.default_config(p, kH100);
+          EXPECT_NO_THROW(f.check_config(c));
+          EXPECT_EQ(f.reject(c, p, kH100), "") << p.key();
+        }
 }
 
 TEST(GemmTc, ToleranceCatchesOneLostProductAtUsualK) {
   // The output's rounding for the 16-bit outputs; none for f32.
-  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("bf16", 1).rel, 1.0 / 256);
-  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("f16", 1).rel, 1.0 / 2048);
-  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("f32", 1).rel, 0.0);
+  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("bf16", "bf16", 1).rel, 1.0 / 256);
+  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("f16", "f16", 1).rel, 1.0 / 2048);
+  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("bf16", "f32", 1).rel, 0.0);
+  EXPECT_DOUBLE_EQ(gemm_tc_tolerance("tf32", "f32", 1).rel, 0.0);
   // The accumulation term grows like sqrt(k).
-  EXPECT_NEAR(gemm_tc_tolerance("f32", 4096).acc / gemm_tc_tolerance("f32", 1024).acc, 2.0, 1e-12);
+  EXPECT_NEAR(gemm_tc_tolerance("f16", "f32", 4096).acc / gemm_tc_tolerance("f16", "f32", 1024).acc,
+              2.0, 1e-12);
+  // Floats that tf32 does not hold lose up to 2^-10 of each factor: 2^-9 of each product's
+  // magnitude, and a little more; arrays of 16-bit types hold what is multiplied.
+  EXPECT_EQ(gemm_tc_tolerance("bf16", "f32", 64).input, 0.0);
+  const double in = gemm_tc_tolerance("tf32", "f32", 64).input;
+  EXPECT_GE(in, (1 + std::ldexp(1.0, -10)) * (1 + std::ldexp(1.0, -10)) - 1);
+  EXPECT_LT(in, std::ldexp(1.0, -8));
   // Uniform inputs in [-1, 1): |a b| averages 1/4, so absref is about k / 4. A product lost (or
   // counted twice) moves the sum by about 1/4: more than the tolerance up to k = 8192.
   for (std::int64_t k : {64, 4096, 8192}) {
-    const TcTolerance t = gemm_tc_tolerance("f32", k);
+    const TcTolerance t = gemm_tc_tolerance("tf32", "f32", k);
     EXPECT_LT(t.acc * static_cast<double>(k) / 4, 0.25) << "k = " << k;
   }
   // The fp32 accumulation of exact products: one rounding of the sum (2^-24 relative) fits.
-  const TcTolerance t = gemm_tc_tolerance("f32", 1);
+  const TcTolerance t = gemm_tc_tolerance("bf16", "f32", 1);
   EXPECT_GT(t.acc, std::ldexp(1.0, -24));
 }
 
@@ -122,14 +156,18 @@ TEST(GemmTc, WgmmaWrappersCoverEveryTileWidth) {
     EXPECT_TRUE(contains(h, std::string(n) + ".f32.bf16.bf16")) << n;
     EXPECT_TRUE(contains(h, std::string(n) + ".f32.f16.f16")) << n;
   }
+  for (const char* n : {"m64n64k8", "m64n128k8", "m64n192k8", "m64n256k8"})
+    EXPECT_TRUE(contains(h, std::string(n) + ".f32.tf32.tf32")) << n;
   // m64n256k16 takes 128 accumulators, then the two descriptors and the scale flag.
   EXPECT_TRUE(contains(h, "%127}, %128, %129, p, 1, 1, 0, 0;"));
+  // tf32 takes no transposition immediates (k-major only).
+  EXPECT_TRUE(contains(h, "%127}, %128, %129, p, 1, 1;"));
 }
 
 TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
   const Family& f = find_family("gemm_tc");
-  const Problem p = gemm_tc_problem("f16", "f32", true, false, 4000, 3000, 520, 8);
-  std::vector<Config> configs = {f.default_config(p, kH100)};
+  const Problem p16 = gemm_tc_problem("f16", "f32", true, false, 4000, 3000, 520, 8);
+  std::vector<Config> configs = {f.default_config(p16, kH100)};
   Config big = configs.front();
   big["BN"] = 256, big["STAGES"] = 4, big["CLUSTER"] = 2, big["PERSIST"] = 1;
   configs.push_back(big);
@@ -139,14 +177,18 @@ TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
   Config one = configs.front();
   one["CONSUMERS"] = 1, one["WM"] = 128, one["BN"] = 128;
   configs.push_back(one);
-  for (const Config& c : configs) {
+  const Problem tf32 = gemm_tc_problem("tf32", "f32", true, false, 4000, 3000, 520, 4);
+  for (std::size_t i = 0; i < configs.size() + 2; ++i) {
+    // Every configuration for f16; the default and the cluster of consumers taking turns for tf32.
+    const Config& c = configs[i < configs.size() ? i : (i - configs.size()) * 2];
+    const Problem& p = i < configs.size() ? p16 : tf32;
     ASSERT_EQ(f.reject(c, p, kH100), "") << to_string(c);
     const CompileRequest r = f.compile_request(c, p, "sm_90");
     EXPECT_EQ(r.arch, "sm_90a");  // wgmma and setmaxnreg need the architecture-specific target
     CompileResult out;
     ASSERT_NO_THROW(out = compile(r)) << to_string(c);
     ASSERT_EQ(out.resources.size(), 1u);
-    EXPECT_EQ(local_memory_reason(out.resources[0]), "") << to_string(c);
+    EXPECT_EQ(local_memory_reason(out.resources[0]), "") << to_string(c) << " " << p.key();
     EXPECT_EQ(f.reject_compiled(c, p, kH100, out.resources[0]), "");
   }
 }
