@@ -105,6 +105,9 @@ def main():
         if r["variant"] != "ktune gemm_tc":
             continue
         key = dict(kv.split("=") for kv in r["problem"].split(";"))
+        if key["op"] != "tn":
+            print(f"{r['problem']}: skipped (this script lays out op tn only)", flush=True)
+            continue
         m, n, k = int(key["m"]), int(key["n"]), int(key["k"])
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}[key["dtype"]]
         g = torch.Generator(device="cuda").manual_seed(m * 31 + n * 7 + k)

@@ -588,7 +588,7 @@ int main(int argc, char** argv) {
       ->add_option("--dtype", bench_dtype,
                    "f32, f64 or all (FMA units and FP64 tensor cores, against cuBLAS), or bf16, "
                    "f16 or tf32 (the tensor-core family gemm_tc, C of the same type, f32 for tf32, "
-                   "op tn, against cuBLASLt)")
+                   "op tn unless --op, against cuBLASLt)")
       ->check(CLI::IsMember({"f32", "f64", "all", "bf16", "f16", "tf32"}))
       ->capture_default_str();
   // The any-shape benchmark: its own database, so that neither stage sees the user's results.
@@ -864,7 +864,7 @@ int main(int argc, char** argv) {
       const std::string family = bench_ew->parsed()     ? "elementwise"
                                  : bench_hist->parsed() ? "histogram"
                                                         : "gemm";
-      // The tensor-core kernels take op tn only: that is the default op of their --shape.
+      // The tensor-core suite is op tn (x @ w.T): that is the default op of their --shape.
       const bool tc = bench_dtype == "bf16" || bench_dtype == "f16" || bench_dtype == "tf32";
       if (tc && bench_gemm->get_option("--op")->count() == 0) bench_op = "tn";
       code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,

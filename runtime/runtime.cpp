@@ -211,9 +211,9 @@ struct Runtime::Impl {
 
   // bf16 / fp16 / tf32 A and B: the tensor-core family gemm_tc.
   void gemm_tc(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
-              float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
-              float beta, void* c, std::int64_t ldc, const char* dtype, const char* out,
-              CUstream stream) {
+               float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+               float beta, void* c, std::int64_t ldc, const char* dtype, const char* out,
+               CUstream stream) {
     const std::string what = std::string("gemm (") + dtype + " -> " + out + ")";
     const bool row_major = layout == Layout::kRowMajor;
     const bool ta = op_a == Op::kT, tb = op_b == Op::kT;
@@ -240,23 +240,23 @@ struct Runtime::Impl {
     call.k = k;
     call.c = c;
     call.ldc = ldc;
-    if (!call.trans_a || call.trans_b)
-      throw Error(ErrorCode::kUnsupported,
-                  what +
-                      ": both operands must be k-contiguous so far: column-major op_a = T and "
-                      "op_b = N, or row-major op_a = N and op_b = T (x @ w.T)");
+    const bool tf32 = call.dtype == "tf32";
     device->make_current();
     static const Family& family = find_family("gemm_tc");
     if (k == 0 || alpha == 0) {
-      const Problem p =
-          gemm_tc_problem(dtype, out, true, false, 1, 1, 1, std::string(dtype) == "tf32" ? 4 : 8);
+      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, tf32 ? 4 : 8);
       CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
                                                 device->limits().arch());
       r.name_expressions = {gemm_tc_scale_name(out)};
       gemm_tc_scale_launch(*kernels->get(r), call, stream);
       return;
     }
-    const bool tf32 = call.dtype == "tf32";
+    if (tf32 && (!call.trans_a || call.trans_b))
+      throw Error(ErrorCode::kUnsupported,
+                  what +
+                      ": tf32 takes both operands k-contiguous (the wgmma reads tf32 k-major "
+                      "only): column-major op_a = T and op_b = N, or row-major op_a = N and "
+                      "op_b = T (x @ w.T)");
     const int align = tf32 ? 4 : 8;  // 16 bytes
     if (gemm_tc_alignment(call) != align)
       throw Error(ErrorCode::kUnsupported, what +
@@ -264,10 +264,11 @@ struct Runtime::Impl {
                                                std::to_string(align) + " elements) so far");
     const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
-    const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(align), call.m, call.n,
-                      call.k};
+    const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |
+                          unsigned(call.trans_b) << 8 | unsigned(align),
+                      call.m, call.n, call.k};
     const Entry& e = resolve(key, family, [&] {
-      return gemm_tc_problem(dtype, out, true, false, call.m, call.n, call.k, align);
+      return gemm_tc_problem(dtype, out, call.trans_a, call.trans_b, call.m, call.n, call.k, align);
     });
     gemm_tc_launch(*e.kernel, e.choice.config, call, stream);
   }
@@ -488,7 +489,7 @@ void Runtime::gemm_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int6
                                              ": C is f32 or the type of A and B");
   const ContextScope scope(*impl().device);
   impl().gemm_tc(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, name(ab_type),
-                name(c_type), stream);
+                 name(c_type), stream);
 }
 
 void Runtime::copy(float* dst, const float* src, std::size_t n, CUstream stream) {

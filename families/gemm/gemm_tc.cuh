@@ -4,8 +4,10 @@
 // producer warpgroup and one or two consumer warpgroups.
 //
 // The kernel's view: D (M x N, rows of ldd elements) = alpha * X (M x K) * Y (N x K)^T + beta * D,
-// X and Y stored k-contiguous (rows of K elements). The host maps a column-major BLAS call onto
-// it (gemm_tc.cpp): D = C^T, X = op(B)^T, Y = op(A).
+// X and Y each stored k-contiguous (k-major: rows of K elements) or MN-contiguous (MN-major:
+// columns of M or N elements; 16-bit types only). The host maps a column-major BLAS call onto it
+// (gemm_tc.cpp): D = C^T, X = op(B)^T (MN-major when op_b = T), Y = op(A) (MN-major when
+// op_a = N).
 //
 // Host and device meet in TcArgs (same layout as the host's TcArgs in gemm_tc.cpp) and in two
 // tensor maps made by cuTensorMapEncodeTiled: boxes of 128 bytes of k (64 16-bit elements, 32 of
@@ -92,20 +94,25 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
       : "memory");
 }
 
-// One box of a 2-D tensor map (coordinates: inner k, then row) into shared memory; the bytes
-// complete a transaction of `bar`.
-__device__ __forceinline__ void tma_load(u32 dst, const TmaMap* map, int k0, int row0, u32 bar) {
+// One box of a 2-D tensor map (coordinates: the inner, contiguous one first) into shared memory;
+// the bytes complete a transaction of `bar`.
+__device__ __forceinline__ void tma_load(u32 dst, const TmaMap* map, int c0, int c1, u32 bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
       "%3}], [%4];" ::"r"(dst),
-      "l"(reinterpret_cast<u64>(map)), "r"(k0), "r"(row0), "r"(bar)
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
 
-// A shared-memory matrix descriptor: k-contiguous rows of 128 bytes, 128-byte swizzle, groups of
-// 8 rows 1024 bytes apart (the layout the TMA's 128-byte swizzle writes).
+// A shared-memory matrix descriptor for the layout the TMA's 128-byte swizzle writes, 8 rows of
+// 128 bytes (1024 bytes) a swizzle atom. K-major (MN = 0): rows are 128 bytes of k of one row of
+// the operand, atoms of 8 rows 1024 bytes apart (SBO); the leading offset is unused. MN-major
+// (MN = 1): rows are 64 MN-elements of one k, atoms of 8 k 1024 bytes apart (SBO), and the next 64
+// MN-elements one box of 64 k-rows (8192 bytes) on (LBO).
+template <int MN>
 __device__ __forceinline__ u64 smem_desc(u32 addr) {
-  return static_cast<u64>((addr & 0x3FFFF) >> 4) | (static_cast<u64>(16 >> 4) << 16) |
+  const u64 lbo = MN ? 8192 : 16;
+  return static_cast<u64>((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) |
          (static_cast<u64>(1024 >> 4) << 32) | (static_cast<u64>(1) << 62);
 }
 
@@ -210,13 +217,34 @@ __device__ __forceinline__ void store16(void* d, int row, int m, long long ldd, 
 
 // A box into shared memory at the same offset in every CTA of `mask` (a thread-block cluster),
 // completing a transaction of the mbarrier at the same offset in each.
-__device__ __forceinline__ void tma_load_multicast(u32 dst, const TmaMap* map, int k0, int row0,
+__device__ __forceinline__ void tma_load_multicast(u32 dst, const TmaMap* map, int c0, int c1,
                                                    u32 bar, unsigned short mask) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
       "cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-      "l"(reinterpret_cast<u64>(map)), "r"(k0), "r"(row0), "r"(bar), "h"(mask)
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
       : "memory");
+}
+
+// Rows row0 .. row0 + ROWS - 1 of an operand's k-tile kt (BK k-elements) into shared memory at
+// dst (to the CTAs of `mask` when it is not 0): one box of ROWS rows of 128 bytes for a k-major
+// operand; ROWS / 64 boxes of BK k-rows of 64 elements (8192 bytes each) for an MN-major one.
+template <int MN, int ROWS, int BK>
+__device__ __forceinline__ void load_rows(u32 dst, const TmaMap* map, int kt, int row0, u32 bar,
+                                          unsigned short mask) {
+  if (MN) {
+#pragma unroll
+    for (int b = 0; b < ROWS / 64; ++b) {
+      if (mask)
+        tma_load_multicast(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, bar, mask);
+      else
+        tma_load(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, bar);
+    }
+  } else if (mask) {
+    tma_load_multicast(dst, map, kt * BK, row0, bar, mask);
+  } else {
+    tma_load(dst, map, kt * BK, row0, bar);
+  }
 }
 
 // Arrives on the mbarrier at shared offset `bar` of the cluster's CTA `rank`. Release at CTA
@@ -252,8 +280,9 @@ __device__ __forceinline__ void cluster_sync() {
 // own (BM = WM), so that one stores its tile while the other multiplies.
 // The grid is the host's choice: one block (cluster) per unit, or fewer that walk the units
 // (persistent: the producer loads the next unit's first stages while the consumers store).
-template <int IN, int OUT, int BN, int WM, int CONSUMERS, int STAGES, int GROUP, int CLUSTER,
-          int PINGPONG>
+// MNX, MNY: X, Y MN-major (1) or k-major (0).
+template <int IN, int OUT, int MNX, int MNY, int BN, int WM, int CONSUMERS, int STAGES, int GROUP,
+          int CLUSTER, int PINGPONG>
 __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     gemm_tc(const __grid_constant__ TmaMap map_x, const __grid_constant__ TmaMap map_y,
             const TcArgs p) {
@@ -275,6 +304,8 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   static_assert(!PINGPONG || CONSUMERS == 2, "PINGPONG takes two consumer warpgroups");
   static_assert(Y_PART % 8 == 0, "each CTA's part of Y is whole swizzle atoms");
   static_assert(IN != 2 || OUT == 0, "tf32 inputs give f32 outputs");
+  static_assert(IN != 2 || (MNX == 0 && MNY == 0), "the wgmma reads tf32 k-major only");
+  static_assert(!MNY || Y_PART % 64 == 0, "each CTA's part of an MN-major Y is whole boxes");
 
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) u64 bars[2 * STAGES];  // full[0..S), then empty[0..S)
@@ -323,12 +354,12 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
           mbar_wait(empty0 + 8 * s, (round & 1u) ^ 1u);
           mbar_expect_tx(full0 + 8 * s, STAGE_BYTES);
           const u32 sx = base + s * STAGE_BYTES, sy = sx + X_BYTES;
-          tma_load(sx, &map_x, kt * BK, tm * BM, full0 + 8 * s);
-          if (CLUSTER == 1)
-            tma_load(sy, &map_y, kt * BK, tn * BN, full0 + 8 * s);
-          else
-            tma_load_multicast(sy + rank * Y_PART * 128, &map_y, kt * BK, tn * BN + rank * Y_PART,
-                               full0 + 8 * s, static_cast<unsigned short>((1u << CLUSTER) - 1));
+          load_rows<MNX, BM, BK>(sx, &map_x, kt, tm * BM, full0 + 8 * s, 0);
+          // Clusters: each CTA loads its part of Y (Y_PART rows, Y_PART * 128 bytes either way)
+          // for both.
+          load_rows<MNY, Y_PART, BK>(
+              sy + rank * Y_PART * 128, &map_y, kt, tn * BN + rank * Y_PART, full0 + 8 * s,
+              CLUSTER == 1 ? 0 : static_cast<unsigned short>((1u << CLUSTER) - 1));
         }
       }
     }
@@ -378,8 +409,11 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
         for (int kk = 0; kk < KSTEPS; ++kk) {
 #pragma unroll
           for (int i = 0; i < MT; ++i)
-            Wgmma<BN, IN>::mma(acc[i], smem_desc(sx + i * 64 * 128 + kk * 32),
-                               smem_desc(sy + kk * 32));
+            // A k-step is 32 bytes on along a k-major row, 16 k-rows (2048 bytes) down an
+            // MN-major box; the i-th 64 rows of X are 64 rows (k-major) or one box (MN-major) on.
+            Wgmma<BN, IN>::template mma<MNX, MNY>(
+                acc[i], smem_desc<MNX>(sx + i * 64 * 128 + kk * (MNX ? 2048 : 32)),
+                smem_desc<MNY>(sy + kk * (MNY ? 2048 : 32)));
         }
         wgmma_commit();
         // The previous k-tile's MMAs are done: its stage goes back to the producer.
@@ -474,7 +508,8 @@ __global__ void tc_fill(void* out, unsigned long long n, unsigned long long seed
 // for D(i, j) = sum_p X(i, p) Y(j, p): 64 x 64 elements per block of 16 x 16 threads, 4 x 4 each,
 // k in steps of 16 through shared memory (a tuning run verifies every candidate on fresh inputs,
 // so the reference must not cost more than a few candidates' runs).
-template <int IN>
+// X(i, p) is x[i * ldx + p] (k-major) or x[p * ldx + i] (MNX = 1); Y likewise.
+template <int IN, int MNX, int MNY>
 __global__ void __launch_bounds__(256)
     tc_reference(const void* x, long long ldx, const void* y, long long ldy, int m, int n, int k,
                  double* ref, double* absref) {
@@ -491,8 +526,9 @@ __global__ void __launch_bounds__(256)
     for (int e = 0; e < 4; ++e) {
       const int idx = tid + 256 * e, r = idx / 16, q = idx % 16;
       const bool in_k = q0 + q < k;
-      xs[q][r] = in_k && i0 + r < m ? in_value<IN>(x, (i0 + r) * ldx + q0 + q) : 0.0f;
-      ys[q][r] = in_k && j0 + r < n ? in_value<IN>(y, (j0 + r) * ldy + q0 + q) : 0.0f;
+      const long long i = i0 + r, j = j0 + r, p = q0 + q;
+      xs[q][r] = in_k && i < m ? in_value<IN>(x, MNX ? p * ldx + i : i * ldx + p) : 0.0f;
+      ys[q][r] = in_k && j < n ? in_value<IN>(y, MNY ? p * ldy + j : j * ldy + p) : 0.0f;
     }
     __syncthreads();
 #pragma unroll 4

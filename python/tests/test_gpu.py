@@ -57,7 +57,7 @@ def test_gemm_equals_matmul_for_views_and_dtypes():
             _close(torch, c, a, b, alpha=-0.5, beta=2.0, c0=c0)
 
 
-def test_gemm_bf16_and_f16_run_x_at_w_t_on_the_tensor_cores():
+def test_gemm_bf16_and_f16_run_on_the_tensor_cores_for_every_layout():
     torch = _torch()
     if torch.cuda.get_device_capability() != (9, 0):
         skip("the 16-bit GEMM runs on sm_90 only so far")
@@ -71,13 +71,14 @@ def test_gemm_bf16_and_f16_run_x_at_w_t_on_the_tensor_cores():
             # Output rounding of the 16-bit type plus the fp32 accumulation (docs/GEMM_TC.md).
             rel = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
             acc = (1 + rel) * 16 * 5.96e-8 * k ** 0.5
+            # x @ w.t() (both k-contiguous), and x @ v with v = w.t() stored k x n (MN-major).
+            v = w.t().contiguous()
             for out in (ktune.gemm(x, w.t()),
-                        ktune.gemm(x, w.t(), out=torch.empty(m, n, device="cuda"))):
+                        ktune.gemm(x, w.t(), out=torch.empty(m, n, device="cuda")),
+                        ktune.gemm(x, v), ktune.gemm(x.t().contiguous().t(), v)):
                 err = (out.double() - want).abs()
                 bad = int((err > rel * want.abs() + acc * mag + 1e-12).sum())
                 assert bad == 0, f"{dtype} {m}x{n}x{k} {out.dtype}: {bad} elements off"
-        # Not served yet: both operands must be k-contiguous.
-        raises(ktune.Error, ktune.gemm, x, w.t().contiguous(), contains="k-contiguous")
 
 
 def test_gemm_tf32_runs_x_at_w_t_on_the_tensor_cores():
@@ -97,6 +98,8 @@ def test_gemm_tf32_runs_x_at_w_t_on_the_tensor_cores():
         bad = int(((out.double() - want).abs() > bound + 1e-12).sum())
         assert bad == 0, f"tf32 {m}x{n}x{k}: {bad} elements off"
     raises(TypeError, ktune.gemm, x.double(), w.double().t(), tf32=True, contains="float32")
+    # tf32 operands are k-contiguous only: x @ v with v stored k x n is refused with the reason.
+    raises(ktune.Error, ktune.gemm, x, w.t().contiguous(), tf32=True, contains="k-contiguous")
 
 
 def test_gemm_runs_on_the_current_stream():

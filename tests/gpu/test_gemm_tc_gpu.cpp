@@ -69,27 +69,40 @@ double decode(std::uint16_t h, bool bf16) {
 struct Case {
   std::string dtype, out;
   std::int64_t m, n, k;
-  Config changes;     // over the default configuration
-  float beta = 0.5f;  // 0: with ldc a multiple of 8, the 16-byte stores
+  Config changes;         // over the default configuration
+  float beta = 0.5f;      // 0: with ldc a multiple of 8, the 16-byte stores
+  std::string op = "tn";  // nn, nt, tt: MN-major operands in the kernel
 };
 
 void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint64_t seed) {
   const Family& f = gemm_tc_family();
   const bool tf32 = c.dtype == "tf32";
   const std::int64_t align = tf32 ? 4 : 8;  // 16 bytes
-  const Problem p = gemm_tc_problem(c.dtype, c.out, true, false, c.m, c.n, c.k, align);
+  const bool ta = c.op[0] == 't', tb = c.op[1] == 't';
+  const Problem p = gemm_tc_problem(c.dtype, c.out, ta, tb, c.m, c.n, c.k, align);
   Config config = f.default_config(p, device.limits());
   for (const auto& [name, value] : c.changes) config[name] = value;
   const std::string label = p.key() + " " + to_string(config);
   ASSERT_EQ(f.reject(config, p, device.limits()), "") << label;
   const bool out16 = c.out != "f32", out_bf16 = c.out == "bf16";
-  const std::int64_t lda = (c.k + align - 1) / align * align + align, ldb = lda;
+  // Leading dimensions past the rows, a multiple of the alignment: A k x m (ta) or m x k, B k x n
+  // or n x k (tb), column-major.
+  auto ld_for = [&](std::int64_t rows) { return (rows + align - 1) / align * align + align; };
+  const std::int64_t lda = ld_for(ta ? c.k : c.m), ldb = ld_for(tb ? c.n : c.k);
+  // Element (i, q) of op(A) and (q, j) of op(B) in the stored arrays.
+  auto at_a = [&](std::int64_t i, std::int64_t q) {
+    return static_cast<std::size_t>(ta ? q + i * lda : i + q * lda);
+  };
+  auto at_b = [&](std::int64_t q, std::int64_t j) {
+    return static_cast<std::size_t>(tb ? j + q * ldb : q + j * ldb);
+  };
   // An odd ldc (pair stores), or with beta = 0 a multiple of 8 (16-byte stores); rows past m.
   const std::int64_t ldc = c.beta == 0 ? (c.m + 3 + 7) / 8 * 8 : c.m + 3;
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> pick(-128, 128);
-  std::vector<double> a(static_cast<std::size_t>(lda * c.m), 0),
-      b(static_cast<std::size_t>(ldb * c.n), 0), c0(static_cast<std::size_t>(ldc * c.n));
+  std::vector<double> a(static_cast<std::size_t>(lda * (ta ? c.m : c.k)), 0),
+      b(static_cast<std::size_t>(ldb * (tb ? c.k : c.n)), 0),
+      c0(static_cast<std::size_t>(ldc * c.n));
   for (auto& v : a) v = pick(rng) / 128.0;
   for (auto& v : b) v = pick(rng) / 128.0;
   for (auto& v : c0) v = pick(rng) / 128.0;
@@ -107,6 +120,7 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
   }
   TcCall call;
   call.dtype = c.dtype, call.out = c.out;
+  call.trans_a = ta, call.trans_b = tb;
   call.m = c.m, call.n = c.n, call.k = c.k;
   call.alpha = 1.5f, call.beta = c.beta;
   call.a = reinterpret_cast<const void*>(da.get()), call.lda = lda;
@@ -135,8 +149,7 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
       }
       double sum = 0, mag = 0;
       for (std::int64_t q = 0; q < c.k; ++q) {
-        const double pr =
-            a[static_cast<std::size_t>(q + i * lda)] * b[static_cast<std::size_t>(q + j * ldb)];
+        const double pr = a[at_a(i, q)] * b[at_b(q, j)];
         sum += pr;
         mag += std::fabs(pr);
       }
@@ -181,14 +194,32 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
       {"tf32", "f32", 77, 1025, 4100, {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}, {"STAGES", 6}}},
       {"tf32", "f32", 1000, 1500, 700, {{"PINGPONG", 1}, {"WM", 128}, {"BN", 128}}},
       {"tf32", "f32", 1500, 4000, 200, {{"BN", 64}, {"WM", 128}, {"STAGES", 2}, {"PERSIST", 1}}},
+      // The other ops: X (op_b = T) and Y (op_a = N) MN-major, 64-element boxes; with two m64
+      // MMAs, both tile widths, clusters (the MN-major half of Y), turns, the persistent grid.
+      {"bf16", "bf16", 1000, 3000, 520, {}, 0.5f, "nn"},
+      {"f16", "f32", 1000, 3000, 520, {}, 0.0f, "tt"},
+      {"bf16", "f32", 1000, 3000, 520, {}, 0.5f, "nt"},
+      {"f16", "f16", 77, 1025, 4100, {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}}, 0.5f, "nt"},
+      {"bf16", "bf16", 2500, 3000, 136, {{"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}}, 0.0f, "nn"},
+      {"f16", "f32", 2000, 520, 200, {{"BN", 128}, {"CLUSTER", 2}, {"WM", 128}}, 0.5f, "nt"},
+      {"bf16", "f32", 1000, 1500, 700, {{"PINGPONG", 1}, {"WM", 128}, {"BN", 192}}, 0.5f, "tt"},
+      {"f16",
+       "f16",
+       1500,
+       4000,
+       200,
+       {{"BN", 64}, {"WM", 128}, {"STAGES", 2}, {"PERSIST", 1}},
+       0.5f,
+       "nn"},
   };
   std::uint64_t seed = 7;
   for (const Case& c : cases) run_case(ktune_held_device, cache, c, ++seed);
 }
 
 // Through the public API (Runtime::gemm_ex), without a database: row-major x @ w.T with C of the
-// input type, column-major A^T B with C in f32 and beta, k = 0 (C = beta C), and the calls not
-// served yet (other ops, unaligned operands, other types) refused with kUnsupported.
+// input type, column-major A^T B with C in f32 and beta, row-major x @ v (op nn), k = 0
+// (C = beta C), and the calls not served yet (unaligned operands, other types) refused with
+// kUnsupported.
 TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major != 9)
@@ -258,7 +289,27 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
     const auto scaled = download<float>(dy.get(), static_cast<std::size_t>(m * n));
     EXPECT_FLOAT_EQ(scaled[0], 0.25f * y32[0]);
     EXPECT_FLOAT_EQ(scaled.back(), 0.25f * y32.back());
-    // What is not served yet: another op, unaligned operands, C of another 16-bit type.
+    // Row-major y = x @ v with v = w^T stored k x n (op nn: an MN-major operand), C in f32.
+    std::vector<std::uint16_t> hv(w.size());
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t q = 0; q < k; ++q)
+        hv[static_cast<std::size_t>(q * n + j)] = hw[static_cast<std::size_t>(j * k + q)];
+    detail::DeviceBuffer dv(hv.size() * 2);
+    upload(dv.get(), hv);
+    rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, t,
+               reinterpret_cast<const void*>(dx.get()), k, reinterpret_cast<const void*>(dv.get()),
+               n, 0.0f, DataType::kF32, reinterpret_cast<void*>(dy.get()), n);
+    testing::synchronize();
+    const auto ynn = download<float>(dy.get(), static_cast<std::size_t>(m * n));
+    wrong = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double r = ref(i, j), got = ynn[static_cast<std::size_t>(i * n + j)];
+        if (!(std::fabs(got - r) <= 1e-5 * (std::fabs(r) + 1)) && ++wrong <= 3)
+          ADD_FAILURE() << "nn: y(" << i << ", " << j << ") = " << got << ", expected " << r;
+      }
+    EXPECT_EQ(wrong, 0);
+    // What is not served yet: unaligned operands, C of another 16-bit type.
     auto code = [&](auto&& call) -> std::optional<ErrorCode> {
       try {
         call();
@@ -269,11 +320,6 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
     };
     const void* px = reinterpret_cast<const void*>(dx.get());
     void* py = reinterpret_cast<void*>(dy.get());
-    EXPECT_EQ(code([&] {
-                rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, t, px, k, px, n, 0.0f,
-                           t, py, n);
-              }),
-              ErrorCode::kUnsupported);
     EXPECT_EQ(code([&] {
                 rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k - 1, 1.0f, t, px, k - 1, px,
                            k - 1, 0.0f, t, py, n);
@@ -295,7 +341,7 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
 
 // tf32 through Runtime::gemm_ex: float arrays of any values (not rounded to tf32 beforehand),
 // row-major y = x @ w.T, within the documented tolerance with its input term; tf32 with C of
-// another type than f32, and operands not 16-byte aligned, refused with kUnsupported.
+// another type than f32, operands not 16-byte aligned, and op nn refused with kUnsupported.
 TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major != 9)
@@ -358,6 +404,12 @@ TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
   EXPECT_EQ(code([&] {
               rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k - 2, 1.0f, DataType::kTF32, px,
                          k - 2, pw, k - 2, 0.0f, DataType::kF32, py, n);
+            }),
+            ErrorCode::kUnsupported);
+  // tf32 operands are k-contiguous only (x @ v with v stored k x n is op nn).
+  EXPECT_EQ(code([&] {
+              rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, DataType::kTF32, px, k,
+                         pw, n, 0.0f, DataType::kF32, py, n);
             }),
             ErrorCode::kUnsupported);
 }

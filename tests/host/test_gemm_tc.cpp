@@ -33,7 +33,7 @@ std::string rejection(const Problem& p) {
   return {};
 }
 
-TEST(GemmTc, ProblemsTakeSixteenBitAndTf32InputsBothKContiguous) {
+TEST(GemmTc, ProblemsTakeSixteenBitInputsOfEveryOpAndTf32KContiguous) {
   EXPECT_EQ(rejection(gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8)), "");
   EXPECT_EQ(rejection(gemm_tc_problem("f16", "f32", true, false, 1, 1, 1, 8)), "");
   EXPECT_EQ(rejection(gemm_tc_problem("tf32", "f32", true, false, 100, 200, 300, 4)), "");
@@ -44,8 +44,12 @@ TEST(GemmTc, ProblemsTakeSixteenBitAndTf32InputsBothKContiguous) {
                        "out must be f32 for tf32"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("tf32", "f32", true, false, 64, 64, 64, 8)),
                        "align must be 4 elements of tf32"));
-  EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", false, false, 64, 64, 64, 8)),
-                       "op must be tn"));
+  // Every op for 16-bit types (MN-major operands); tf32 is k-major only.
+  EXPECT_EQ(rejection(gemm_tc_problem("bf16", "bf16", false, false, 64, 64, 64, 8)), "");
+  EXPECT_EQ(rejection(gemm_tc_problem("f16", "f32", false, true, 64, 64, 64, 8)), "");
+  EXPECT_EQ(rejection(gemm_tc_problem("bf16", "f32", true, true, 64, 64, 64, 8)), "");
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("tf32", "f32", false, false, 64, 64, 64, 4)),
+                       "op must be tn for tf32"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("f32", "f32", true, false, 64, 64, 64, 8)),
                        "dtype must be bf16, f16 or tf32"));
   EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "f16", true, false, 64, 64, 64, 8)),
@@ -101,6 +105,13 @@ TEST(GemmTc, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
   c = f.default_config(flat, kH100);
   c["GROUP"] = 16;
   EXPECT_TRUE(contains(f.reject(c, flat, kH100), "GROUP taller than the grid"));
+  // A cluster's half of an MN-major Y (op_a = N) is whole 64-column boxes: BN 128 or 256.
+  const Problem nn = gemm_tc_problem("bf16", "bf16", false, false, 4096, 4096, 4096, 8);
+  c = f.default_config(nn, kH100);
+  c["CLUSTER"] = 2, c["BN"] = 192;
+  EXPECT_TRUE(contains(f.reject(c, nn, kH100), "MN-major Y"));
+  c["BN"] = 128;
+  EXPECT_EQ(f.reject(c, nn, kH100), "");
   // Too deep a pipeline for the shared memory, and a GPU without wgmma.
   c = f.default_config(flat, kH100);
   c["BN"] = 256, c["WM"] = 64, c["STAGES"] = 6;
@@ -158,8 +169,10 @@ TEST(GemmTc, WgmmaWrappersCoverEveryTileWidth) {
   }
   for (const char* n : {"m64n64k8", "m64n128k8", "m64n192k8", "m64n256k8"})
     EXPECT_TRUE(contains(h, std::string(n) + ".f32.tf32.tf32")) << n;
-  // m64n256k16 takes 128 accumulators, then the two descriptors and the scale flag.
-  EXPECT_TRUE(contains(h, "%127}, %128, %129, p, 1, 1, 0, 0;"));
+  // m64n256k16 takes 128 accumulators, the two descriptors, the scale flag (%130), then the
+  // operands' transpositions as immediates.
+  EXPECT_TRUE(contains(h, "%127}, %128, %129, p, 1, 1, %131, %132;"));
+  EXPECT_TRUE(contains(h, "\"n\"(TA), \"n\"(TB)"));
   // tf32 takes no transposition immediates (k-major only).
   EXPECT_TRUE(contains(h, "%127}, %128, %129, p, 1, 1;"));
 }
@@ -172,16 +185,19 @@ TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
   big["BN"] = 256, big["STAGES"] = 4, big["CLUSTER"] = 2, big["PERSIST"] = 1;
   configs.push_back(big);
   Config turns = configs.front();
-  turns["PINGPONG"] = 1, turns["WM"] = 128, turns["BN"] = 128, turns["CLUSTER"] = 2;
+  turns["PINGPONG"] = 1, turns["WM"] = 128, turns["BN"] = 128, turns["CLUSTER"] = 2;  // Y_PART 64
   configs.push_back(turns);
   Config one = configs.front();
   one["CONSUMERS"] = 1, one["WM"] = 128, one["BN"] = 128;
   configs.push_back(one);
   const Problem tf32 = gemm_tc_problem("tf32", "f32", true, false, 4000, 3000, 520, 4);
-  for (std::size_t i = 0; i < configs.size() + 2; ++i) {
-    // Every configuration for f16; the default and the cluster of consumers taking turns for tf32.
-    const Config& c = configs[i < configs.size() ? i : (i - configs.size()) * 2];
-    const Problem& p = i < configs.size() ? p16 : tf32;
+  const Problem nt = gemm_tc_problem("bf16", "bf16", false, true, 4000, 3000, 520, 8);
+  for (std::size_t i = 0; i < configs.size() + 4; ++i) {
+    // Every configuration for f16 (tn); the default and the cluster of consumers taking turns for
+    // tf32, and for bf16 with both operands MN-major (nt).
+    const std::size_t j = i - configs.size();
+    const Config& c = configs[i < configs.size() ? i : (j % 2) * 2];
+    const Problem& p = i < configs.size() ? p16 : j < 2 ? tf32 : nt;
     ASSERT_EQ(f.reject(c, p, kH100), "") << to_string(c);
     const CompileRequest r = f.compile_request(c, p, "sm_90");
     EXPECT_EQ(r.arch, "sm_90a");  // wgmma and setmaxnreg need the architecture-specific target
