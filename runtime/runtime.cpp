@@ -1,10 +1,12 @@
 // ktune::Runtime: looks up, compiles once, caches and launches tuned kernels on the caller's
 // stream.
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "db/database.hpp"
 #include "db/exchange.hpp"
@@ -17,6 +19,7 @@
 #include "families/registry.hpp"
 #include "ktune/ktune.hpp"
 #include "platform/device.hpp"
+#include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
 #include "runtime/lookup.hpp"
 
@@ -258,10 +261,6 @@ struct Runtime::Impl {
                       "only): column-major op_a = T and op_b = N, or row-major op_a = N and "
                       "op_b = T (x @ w.T)");
     const int align = tf32 ? 4 : 8;  // 16 bytes
-    if (gemm_tc_alignment(call) != align)
-      throw Error(ErrorCode::kUnsupported, what +
-                                               ": A, B, lda and ldb must be aligned to 16 bytes (" +
-                                               std::to_string(align) + " elements) so far");
     const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
     const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |
@@ -270,7 +269,45 @@ struct Runtime::Impl {
     const Entry& e = resolve(key, family, [&] {
       return gemm_tc_problem(dtype, out, call.trans_a, call.trans_b, call.m, call.n, call.k, align);
     });
-    gemm_tc_launch(*e.kernel, e.choice.config, call, stream);
+    // An operand the TMA cannot read (its pointer or leading dimension not a multiple of 16
+    // bytes) is copied first into aligned scratch, its leading dimension rounded up; the scratch
+    // goes back to the stream's pool after the GEMM.
+    std::vector<CUdeviceptr> copies;
+    const auto release = [&] {
+      for (const CUdeviceptr p : copies)
+        detail::check(detail::driver().cuMemFreeAsync(p, stream), "cuMemFreeAsync (gemm_ex)");
+    };
+    const std::int64_t elem = tf32 ? 4 : 2;
+    auto repack = [&](const void*& ptr, std::int64_t& ld, std::int64_t rows, std::int64_t cols) {
+      if (reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 && ld % align == 0) return;
+      const std::int64_t ld2 = (rows + align - 1) / align * align;
+      const CUdeviceptr dst =
+          detail::scratch_alloc(static_cast<std::size_t>(ld2 * cols * elem), stream);
+      copies.push_back(dst);
+      CUDA_MEMCPY2D cp{};
+      cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      cp.srcDevice = reinterpret_cast<CUdeviceptr>(ptr);
+      cp.srcPitch = static_cast<std::size_t>(ld * elem);
+      cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+      cp.dstDevice = dst;
+      cp.dstPitch = static_cast<std::size_t>(ld2 * elem);
+      cp.WidthInBytes = static_cast<std::size_t>(rows * elem);
+      cp.Height = static_cast<std::size_t>(cols);
+      detail::check(detail::driver().cuMemcpy2DAsync(&cp, stream),
+                    "cuMemcpy2DAsync (aligning a gemm_ex operand)");
+      ptr = reinterpret_cast<const void*>(dst);
+      ld = ld2;
+    };
+    try {
+      // Column-major A is k x m (op_a = T) or m x k; B is k x n (op_b = N) or n x k.
+      repack(call.a, call.lda, call.trans_a ? call.k : call.m, call.trans_a ? call.m : call.k);
+      repack(call.b, call.ldb, call.trans_b ? call.n : call.k, call.trans_b ? call.k : call.n);
+      gemm_tc_launch(*e.kernel, e.choice.config, call, stream);
+    } catch (...) {
+      release();
+      throw;
+    }
+    release();
   }
 
   template <typename T>

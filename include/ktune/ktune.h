@@ -101,8 +101,8 @@ KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a,
 
 /* A and B of ab_type (KTUNE_DTYPE_BF16, _F16, or _TF32: float arrays) on the tensor cores, C of
  * c_type (KTUNE_DTYPE_F32, or ab_type for the 16-bit types), as Runtime::gemm_ex: so far sm_90,
- * 16-byte aligned operands, and for TF32 both operands k-contiguous (else KTUNE_UNSUPPORTED with
- * the reason). */
+ * and for TF32 both operands k-contiguous (else KTUNE_UNSUPPORTED with the reason); operands not
+ * aligned to 16 bytes are copied into aligned scratch first. */
 KTUNE_C_EXPORT ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b,
                                           int64_t m, int64_t n, int64_t k, float alpha,
                                           int ab_type, const void* a, int64_t lda, const void* b,

@@ -167,7 +167,8 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False):
     Transposed views (a.t(), b.T) go in without a copy; out is made when not given (beta must
     then be 0). Runs on the arrays' device, on `stream` or the array library's current stream.
     bfloat16 and float16 run on the tensor cores (an H100 or H200 so far) with float32
-    accumulation, out of the same type or float32, with 16-byte aligned rows (or columns).
+    accumulation, out of the same type or float32, any layout (rows or columns not aligned to
+    16 bytes are copied to aligned scratch first).
     tf32=True multiplies float32 arrays as TF32 on the tensor cores (10 bits of mantissa, as
     torch.backends.cuda.matmul.allow_tf32), float32 out; a must be row-major and b a transposed
     view of a row-major array (x @ w.t(), as torch.nn.Linear computes)."""

@@ -225,8 +225,8 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
 
 // Through the public API (Runtime::gemm_ex), without a database: row-major x @ w.T with C of the
 // input type, column-major A^T B with C in f32 and beta, row-major x @ v (op nn), k = 0
-// (C = beta C), and the calls not served yet (unaligned operands, other types) refused with
-// kUnsupported.
+// (C = beta C), unaligned operands (the same bits, through aligned copies), and C of another
+// 16-bit type refused with kUnsupported.
 TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major != 9)
@@ -316,7 +316,24 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
           ADD_FAILURE() << "nn: y(" << i << ", " << j << ") = " << got << ", expected " << r;
       }
     EXPECT_EQ(wrong, 0);
-    // What is not served yet: unaligned operands, C of another 16-bit type.
+    // Operands the TMA cannot read (x 2 bytes past a 16-byte boundary, rows of k + 1 elements)
+    // are copied into aligned scratch first: the same kernel on the same values, the same bits.
+    {
+      const std::int64_t ldu = k + 1;
+      std::vector<std::uint16_t> hu(static_cast<std::size_t>(m * ldu + 1), 0);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t q = 0; q < k; ++q)
+          hu[static_cast<std::size_t>(1 + i * ldu + q)] = hx[static_cast<std::size_t>(i * k + q)];
+      detail::DeviceBuffer du(hu.size() * 2);
+      upload(du.get(), hu);
+      rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, t,
+                 reinterpret_cast<const void*>(du.get() + 2), ldu,
+                 reinterpret_cast<const void*>(dw.get()), k, 0.0f, t,
+                 reinterpret_cast<void*>(dy.get()), n);
+      testing::synchronize();
+      EXPECT_EQ(download<std::uint16_t>(dy.get(), static_cast<std::size_t>(m * n)), y16);
+    }
+    // What is not served yet: C of another 16-bit type.
     auto code = [&](auto&& call) -> std::optional<ErrorCode> {
       try {
         call();
@@ -327,11 +344,6 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
     };
     const void* px = reinterpret_cast<const void*>(dx.get());
     void* py = reinterpret_cast<void*>(dy.get());
-    EXPECT_EQ(code([&] {
-                rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k - 1, 1.0f, t, px, k - 1, px,
-                           k - 1, 0.0f, t, py, n);
-              }),
-              ErrorCode::kUnsupported);
     EXPECT_EQ(code([&] {
                 rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, t, px, k, px, k, 0.0f,
                            bf16 ? DataType::kF16 : DataType::kBF16, py, n);
@@ -347,8 +359,9 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
 }
 
 // tf32 through Runtime::gemm_ex: float arrays of any values (not rounded to tf32 beforehand),
-// row-major y = x @ w.T, within the documented tolerance with its input term; tf32 with C of
-// another type than f32, operands not 16-byte aligned, and op nn refused with kUnsupported.
+// row-major y = x @ w.T, within the documented tolerance with its input term; unaligned operands
+// give the same bits (copied to aligned scratch first); tf32 with C of another type than f32, and
+// op nn, refused with kUnsupported.
 TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major != 9)
@@ -408,11 +421,22 @@ TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
                          pw, k, 0.0f, DataType::kBF16, py, n);
             }),
             ErrorCode::kUnsupported);
-  EXPECT_EQ(code([&] {
-              rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k - 2, 1.0f, DataType::kTF32, px,
-                         k - 2, pw, k - 2, 0.0f, DataType::kF32, py, n);
-            }),
-            ErrorCode::kUnsupported);
+  // Unaligned floats (x 4 bytes past a 16-byte boundary, rows of k + 1): copied into aligned
+  // scratch first, the same bits.
+  {
+    const std::int64_t ldu = k + 1;
+    std::vector<float> u(static_cast<std::size_t>(m * ldu + 1), 0.0f);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t q = 0; q < k; ++q)
+        u[static_cast<std::size_t>(1 + i * ldu + q)] = x[static_cast<std::size_t>(i * k + q)];
+    detail::DeviceBuffer du(u.size() * 4);
+    upload(du.get(), u);
+    rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kTF32,
+               reinterpret_cast<const void*>(du.get() + 4), ldu, pw, k, 0.0f, DataType::kF32, py,
+               n);
+    testing::synchronize();
+    EXPECT_EQ(download<float>(dy.get(), static_cast<std::size_t>(m * n)), y);
+  }
   // tf32 operands are k-contiguous only (x @ v with v stored k x n is op nn).
   EXPECT_EQ(code([&] {
               rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, DataType::kTF32, px, k,
