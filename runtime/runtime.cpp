@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -71,13 +72,13 @@ struct Runtime::Impl {
   // building a problem key (no allocation; one lock, one hash).
   struct CallKey {
     std::uint64_t tag = 0;  // family and categorical arguments, packed by the caller
-    std::int64_t s0 = 0, s1 = 0, s2 = 0;
+    std::int64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     bool operator==(const CallKey&) const = default;
   };
   struct CallKeyHash {
     std::size_t operator()(const CallKey& k) const noexcept {
       std::uint64_t h = k.tag * 0x9E3779B97F4A7C15ull;
-      for (std::int64_t v : {k.s0, k.s1, k.s2})
+      for (std::int64_t v : {k.s0, k.s1, k.s2, k.s3})
         h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001B3ull + (h >> 29);
       return static_cast<std::size_t>(h);
     }
@@ -212,33 +213,51 @@ struct Runtime::Impl {
                                                 stream);
   }
 
-  // bf16 / fp16 / tf32 A and B: the tensor-core family gemm_tc.
+  // bf16 / fp16 / tf32 A and B: the tensor-core family gemm_tc; `batch` products of matrices
+  // stride_* elements apart.
   void gemm_tc(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
-               float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
-               float beta, void* c, std::int64_t ldc, const char* dtype, const char* out,
+               float alpha, const void* a, std::int64_t lda, std::int64_t stride_a, const void* b,
+               std::int64_t ldb, std::int64_t stride_b, float beta, void* c, std::int64_t ldc,
+               std::int64_t stride_c, std::int64_t batch, const char* dtype, const char* out,
                CUstream stream) {
-    const std::string what = std::string("gemm (") + dtype + " -> " + out + ")";
+    const std::string what =
+        std::string(batch == 1 ? "gemm (" : "gemm_strided_batched (") + dtype + " -> " + out + ")";
     const bool row_major = layout == Layout::kRowMajor;
     const bool ta = op_a == Op::kT, tb = op_b == Op::kT;
     validate_gemm_args(what.c_str(), row_major, ta, tb, m, n, k, alpha == 0, a, lda, b, ldb, c,
                        ldc);
+    if (batch < 0 || batch > std::numeric_limits<int>::max())
+      throw Error(ErrorCode::kInvalidArgument,
+                  what + ": batch must be in [0, 2^31-1], got " + std::to_string(batch));
+    if (stride_a < 0 || stride_b < 0)
+      throw Error(ErrorCode::kInvalidArgument, what + ": stride_a and stride_b must be >= 0");
+    // The products' C must not overlap: C is m x n (row-major: n wide) with leading dimension ldc.
+    if (batch > 1 && stride_c < ldc * (row_major ? m : n))
+      throw Error(ErrorCode::kInvalidArgument, what + ": stride_c " + std::to_string(stride_c) +
+                                                   " is below one matrix of C (ldc x " +
+                                                   (row_major ? "m" : "n") + " = " +
+                                                   std::to_string(ldc * (row_major ? m : n)) +
+                                                   "): the products would overwrite each other");
     if (device->limits().cc_major != 9)
       throw Error(ErrorCode::kUnsupported,
                   what + ": runs on sm_90 GPUs (wgmma, TMA) only so far; this one is " +
                       device->limits().arch());
-    if (m == 0 || n == 0) return;
+    if (m == 0 || n == 0 || batch == 0) return;
     TcCall call;
     call.dtype = dtype, call.out = out;
     call.alpha = alpha, call.beta = beta;
+    call.batch = batch, call.stride_c = stride_c;
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (see gemm()).
     if (row_major) {
       call.trans_a = tb, call.trans_b = ta;
       call.m = n, call.n = m;
       call.a = b, call.lda = ldb, call.b = a, call.ldb = lda;
+      call.stride_a = stride_b, call.stride_b = stride_a;
     } else {
       call.trans_a = ta, call.trans_b = tb;
       call.m = m, call.n = n;
       call.a = a, call.lda = lda, call.b = b, call.ldb = ldb;
+      call.stride_a = stride_a, call.stride_b = stride_b;
     }
     call.k = k;
     call.c = c;
@@ -247,7 +266,7 @@ struct Runtime::Impl {
     device->make_current();
     static const Family& family = find_family("gemm_tc");
     if (k == 0 || alpha == 0) {
-      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, tf32 ? 4 : 8);
+      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, tf32 ? 4 : 8, batch);
       CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
                                                 device->limits().arch());
       r.name_expressions = {gemm_tc_scale_name(out)};
@@ -265,43 +284,55 @@ struct Runtime::Impl {
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
     const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |
                           unsigned(call.trans_b) << 8 | unsigned(align),
-                      call.m, call.n, call.k};
+                      call.m, call.n, call.k, call.batch};
     const Entry& e = resolve(key, family, [&] {
-      return gemm_tc_problem(dtype, out, call.trans_a, call.trans_b, call.m, call.n, call.k, align);
+      return gemm_tc_problem(dtype, out, call.trans_a, call.trans_b, call.m, call.n, call.k, align,
+                             call.batch);
     });
-    // An operand the TMA cannot read (its pointer or leading dimension not a multiple of 16
-    // bytes) is copied first into aligned scratch, its leading dimension rounded up; the scratch
-    // goes back to the stream's pool after the GEMM.
+    // An operand the TMA cannot read (its pointer, leading dimension or batch stride not a
+    // multiple of 16 bytes) is copied first into aligned scratch, its leading dimension rounded up
+    // and its matrices packed; the scratch goes back to the stream's pool after the GEMM.
     std::vector<CUdeviceptr> copies;
     const auto release = [&] {
       for (const CUdeviceptr p : copies)
         detail::check(detail::driver().cuMemFreeAsync(p, stream), "cuMemFreeAsync (gemm_ex)");
     };
     const std::int64_t elem = tf32 ? 4 : 2;
-    auto repack = [&](const void*& ptr, std::int64_t& ld, std::int64_t rows, std::int64_t cols) {
-      if (reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 && ld % align == 0) return;
+    auto repack = [&](const void*& ptr, std::int64_t& ld, std::int64_t& stride, std::int64_t rows,
+                      std::int64_t cols) {
+      if (reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 && ld % align == 0 &&
+          (call.batch == 1 || stride % align == 0))
+        return;
       const std::int64_t ld2 = (rows + align - 1) / align * align;
       const CUdeviceptr dst =
-          detail::scratch_alloc(static_cast<std::size_t>(ld2 * cols * elem), stream);
+          detail::scratch_alloc(static_cast<std::size_t>(ld2 * cols * elem * call.batch), stream);
       copies.push_back(dst);
-      CUDA_MEMCPY2D cp{};
-      cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-      cp.srcDevice = reinterpret_cast<CUdeviceptr>(ptr);
-      cp.srcPitch = static_cast<std::size_t>(ld * elem);
-      cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-      cp.dstDevice = dst;
-      cp.dstPitch = static_cast<std::size_t>(ld2 * elem);
-      cp.WidthInBytes = static_cast<std::size_t>(rows * elem);
-      cp.Height = static_cast<std::size_t>(cols);
-      detail::check(detail::driver().cuMemcpy2DAsync(&cp, stream),
-                    "cuMemcpy2DAsync (aligning a gemm_ex operand)");
+      // One 2-D copy of the whole batch when its matrices are packed, else one per matrix.
+      const bool packed = call.batch == 1 || stride == ld * cols;
+      for (std::int64_t mat = 0; mat < (packed ? 1 : call.batch); ++mat) {
+        CUDA_MEMCPY2D cp{};
+        cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        cp.srcDevice =
+            reinterpret_cast<CUdeviceptr>(ptr) + static_cast<CUdeviceptr>(mat * stride * elem);
+        cp.srcPitch = static_cast<std::size_t>(ld * elem);
+        cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        cp.dstDevice = dst + static_cast<CUdeviceptr>(mat * ld2 * cols * elem);
+        cp.dstPitch = static_cast<std::size_t>(ld2 * elem);
+        cp.WidthInBytes = static_cast<std::size_t>(rows * elem);
+        cp.Height = static_cast<std::size_t>(packed ? cols * call.batch : cols);
+        detail::check(detail::driver().cuMemcpy2DAsync(&cp, stream),
+                      "cuMemcpy2DAsync (aligning a gemm_ex operand)");
+      }
       ptr = reinterpret_cast<const void*>(dst);
       ld = ld2;
+      stride = ld2 * cols;
     };
     try {
       // Column-major A is k x m (op_a = T) or m x k; B is k x n (op_b = N) or n x k.
-      repack(call.a, call.lda, call.trans_a ? call.k : call.m, call.trans_a ? call.m : call.k);
-      repack(call.b, call.ldb, call.trans_b ? call.n : call.k, call.trans_b ? call.k : call.n);
+      repack(call.a, call.lda, call.stride_a, call.trans_a ? call.k : call.m,
+             call.trans_a ? call.m : call.k);
+      repack(call.b, call.ldb, call.stride_b, call.trans_b ? call.n : call.k,
+             call.trans_b ? call.k : call.n);
       gemm_tc_launch(*e.kernel, e.choice.config, call, stream);
     } catch (...) {
       release();
@@ -494,39 +525,62 @@ void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t
   impl().gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 8, stream);
 }
 
+namespace {
+
+const char* type_name(DataType t) {
+  switch (t) {
+    case DataType::kF32:
+      return "f32";
+    case DataType::kF64:
+      return "f64";
+    case DataType::kBF16:
+      return "bf16";
+    case DataType::kF16:
+      return "f16";
+    case DataType::kTF32:
+      return "tf32";
+  }
+  return "?";
+}
+
+// The tensor-core calls' element types, checked: A and B of bf16, f16 or tf32; C f32 or (16-bit
+// inputs) of the type of A and B.
+void check_tc_types(const char* what, DataType ab_type, DataType c_type) {
+  if (ab_type != DataType::kBF16 && ab_type != DataType::kF16 && ab_type != DataType::kTF32)
+    throw Error(ErrorCode::kUnsupported,
+                std::string(what) + ": A and B of type " + type_name(ab_type) +
+                    ": it takes bf16, f16 and tf32 so far (gemm() takes f32 and f64)");
+  if (ab_type == DataType::kTF32 && c_type != DataType::kF32)
+    throw Error(ErrorCode::kUnsupported, std::string(what) + ": C of type " + type_name(c_type) +
+                                             " with A and B of tf32: C is f32 (float)");
+  if (c_type != ab_type && c_type != DataType::kF32)
+    throw Error(ErrorCode::kUnsupported, std::string(what) + ": C of type " + type_name(c_type) +
+                                             " with A and B of " + type_name(ab_type) +
+                                             ": C is f32 or the type of A and B");
+}
+
+}  // namespace
+
 void Runtime::gemm_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n,
                       std::int64_t k, float alpha, DataType ab_type, const void* a,
                       std::int64_t lda, const void* b, std::int64_t ldb, float beta,
                       DataType c_type, void* c, std::int64_t ldc, CUstream stream) {
-  auto name = [](DataType t) {
-    switch (t) {
-      case DataType::kF32:
-        return "f32";
-      case DataType::kF64:
-        return "f64";
-      case DataType::kBF16:
-        return "bf16";
-      case DataType::kF16:
-        return "f16";
-      case DataType::kTF32:
-        return "tf32";
-    }
-    return "?";
-  };
-  if (ab_type != DataType::kBF16 && ab_type != DataType::kF16 && ab_type != DataType::kTF32)
-    throw Error(ErrorCode::kUnsupported,
-                std::string("gemm_ex: A and B of type ") + name(ab_type) +
-                    ": gemm_ex takes bf16, f16 and tf32 so far (gemm() takes f32 and f64)");
-  if (ab_type == DataType::kTF32 && c_type != DataType::kF32)
-    throw Error(ErrorCode::kUnsupported, std::string("gemm_ex: C of type ") + name(c_type) +
-                                             " with A and B of tf32: C is f32 (float)");
-  if (c_type != ab_type && c_type != DataType::kF32)
-    throw Error(ErrorCode::kUnsupported, std::string("gemm_ex: C of type ") + name(c_type) +
-                                             " with A and B of " + name(ab_type) +
-                                             ": C is f32 or the type of A and B");
+  check_tc_types("gemm_ex", ab_type, c_type);
   const ContextScope scope(*impl().device);
-  impl().gemm_tc(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, name(ab_type),
-                 name(c_type), stream);
+  impl().gemm_tc(layout, op_a, op_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1,
+                 type_name(ab_type), type_name(c_type), stream);
+}
+
+void Runtime::gemm_strided_batched_ex(Layout layout, Op op_a, Op op_b, std::int64_t m,
+                                      std::int64_t n, std::int64_t k, float alpha, DataType ab_type,
+                                      const void* a, std::int64_t lda, std::int64_t stride_a,
+                                      const void* b, std::int64_t ldb, std::int64_t stride_b,
+                                      float beta, DataType c_type, void* c, std::int64_t ldc,
+                                      std::int64_t stride_c, std::int64_t batch, CUstream stream) {
+  check_tc_types("gemm_strided_batched_ex", ab_type, c_type);
+  const ContextScope scope(*impl().device);
+  impl().gemm_tc(layout, op_a, op_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c,
+                 ldc, stride_c, batch, type_name(ab_type), type_name(c_type), stream);
 }
 
 void Runtime::copy(float* dst, const float* src, std::size_t n, CUstream stream) {

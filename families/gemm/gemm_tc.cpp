@@ -32,6 +32,8 @@ struct TcArgs {
   int m, n, k;
   int tiles_m, tiles_n;
   float alpha, beta;
+  long long stride_d;
+  int batch;
 };
 
 // CUtensorMap as the kernel takes it (128 bytes, 64-byte aligned).
@@ -73,6 +75,11 @@ struct View {
 };
 View view_of(std::int64_t m, std::int64_t n, std::int64_t k) { return {n, m, k}; }
 bool mn_x(const std::string& op) { return op[1] == 't'; }
+// Problems written before the batch axis have none: one matrix.
+std::int64_t batch_of(const Problem& p) {
+  const auto it = p.sizes.find("batch");
+  return it == p.sizes.end() ? 1 : it->second;
+}
 bool mn_y(const std::string& op) { return op[0] == 'n'; }
 
 struct Tile {
@@ -171,7 +178,7 @@ class GemmTcFamily final : public Family {
   std::optional<double> work_of(const Problem& p, const DeviceLimits&) const override {
     validate(p);
     return 2.0 * static_cast<double>(p.size("m")) * static_cast<double>(p.size("n")) *
-           static_cast<double>(p.size("k"));
+           static_cast<double>(p.size("k")) * static_cast<double>(batch_of(p));
   }
 
   SourceSet sources() const override {
@@ -197,8 +204,9 @@ class GemmTcFamily final : public Family {
             "accumulation either way)",
             "op\tnn, nt, tn, tt (default tn)\top(A) and op(B), n or t (BLAS, column-major); "
             "tf32 takes tn only",
-            "align\t16 bytes (default: 8 for 16 bits, 4 for tf32)\telements the operands and "
-            "leading dimensions are aligned to"};
+            "batch\t1 .. 2^31-1 (default 1)\tproducts of a strided batch",
+            "align\t16 bytes (default: 8 for 16 bits, 4 for tf32)\telements the operands, "
+            "leading dimensions and batch strides are aligned to"};
   }
   // out and align follow dtype unless given.
   void complete_problem(Problem& p, const std::vector<std::string>& given) const override {
@@ -271,9 +279,13 @@ class GemmTcFamily final : public Family {
                       dtype +
                       " (the TMA reads 16-byte aligned operands and leading dimensions), got " +
                       std::to_string(p.size("align")));
-    if (p.attrs.size() != 3 || p.sizes.size() != 4)
+    const std::int64_t batch = batch_of(p);
+    if (batch < 1 || batch > kMaxDim)
       throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: a problem has exactly dtype, out, op, m, n, k and align");
+                  "gemm_tc: batch must be in [1, 2^31-1], got " + std::to_string(batch));
+    if (p.attrs.size() != 3 || p.sizes.size() != (p.sizes.count("batch") ? 5u : 4u))
+      throw Error(ErrorCode::kInvalidArgument,
+                  "gemm_tc: a problem has exactly dtype, out, op, m, n, k, batch and align");
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
@@ -292,7 +304,8 @@ class GemmTcFamily final : public Family {
     if (t.group > 1 && t.group >= 2 * units_m) return "GROUP taller than the grid";
     if (t.persist && units_m * tiles_n <= limits.sm_count / t.cluster)
       return "no more tiles than blocks at once: nothing to walk";
-    if (units_m * t.cluster * tiles_n > kMaxDim) return "too many tiles for one launch";
+    if (units_m * t.cluster * tiles_n * batch_of(p) > kMaxDim)
+      return "too many tiles for one launch";
     return {};
   }
 
@@ -342,25 +355,32 @@ const GemmTcFamily& tc_family() {
   return instance;
 }
 
-// A 2-D tensor map of an operand of `rows` rows and `k` columns, 128-byte swizzle, zeros past the
-// edges. K-major (rows of k elements, `ld` apart): boxes of 128 bytes of k by box_rows rows.
-// MN-major (columns of `rows` elements, `ld` apart): boxes of 64 row-elements (128 bytes) by the
-// 64 k of a stage. tf32 operands are copied as fp32 (the wgmma reads their top 19 bits).
+// A 3-D tensor map of the `batch` matrices of an operand, `stride` elements apart, each of `rows`
+// rows and `k` columns, 128-byte swizzle, zeros past the edges. K-major (rows of k elements, `ld`
+// apart): boxes of 128 bytes of k by box_rows rows. MN-major (columns of `rows` elements, `ld`
+// apart): boxes of 64 row-elements (128 bytes) by the 64 k of a stage. tf32 operands are copied as
+// fp32 (the wgmma reads their top 19 bits).
 TmaMap tensor_map(const std::string& dtype, const void* ptr, std::int64_t k, std::int64_t rows,
-                  std::int64_t ld, std::int64_t box_rows, bool mn) {
+                  std::int64_t ld, std::int64_t box_rows, bool mn, std::int64_t batch,
+                  std::int64_t stride) {
   TmaMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(mn ? rows : k),
-                              static_cast<cuuint64_t>(mn ? k : rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld * in_bytes(dtype))};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(row_elems(dtype)),
-                             static_cast<cuuint32_t>(mn ? row_elems(dtype) : box_rows)};
-  const cuuint32_t element_strides[2] = {1, 1};
+  const std::int64_t elem = in_bytes(dtype);
+  // One matrix: the stride of a packed batch (any multiple of 16 bytes serves).
+  if (batch == 1) stride = ld * (mn ? k : rows);
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(mn ? rows : k),
+                              static_cast<cuuint64_t>(mn ? k : rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * elem),
+                                 static_cast<cuuint64_t>(stride * elem)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(row_elems(dtype)),
+                             static_cast<cuuint32_t>(mn ? row_elems(dtype) : box_rows), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
   check(driver().cuTensorMapEncodeTiled(
             reinterpret_cast<CUtensorMap*>(&map),
             dtype == "bf16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
             : dtype == "f16" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-            2, const_cast<void*>(ptr), dims, strides, box, element_strides,
+            3, const_cast<void*>(ptr), dims, strides, box, element_strides,
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "cuTensorMapEncodeTiled");
@@ -426,25 +446,33 @@ class TcWorkload final : public Workload {
     call_.m = p.size("m");
     call_.n = p.size("n");
     call_.k = p.size("k");
+    call_.batch = batch_of(p);
     // A is k x m (op_a = T) or m x k, B k x n (op_b = N) or n x k, column-major; C has guard rows
     // past m in every column (written there shows in verify()).
     const std::int64_t align = align_elems(call_.dtype), elem = in_bytes(call_.dtype);
     call_.lda = round_up(call_.trans_a ? call_.k : call_.m, align);
     call_.ldb = round_up(call_.trans_b ? call_.n : call_.k, align);
     call_.ldc = round_up(call_.m + 1, 8);
+    // A batch is packed: each matrix right after the previous one.
+    call_.stride_a = call_.lda * (call_.trans_a ? call_.m : call_.k);
+    call_.stride_b = call_.ldb * (call_.trans_b ? call_.k : call_.n);
+    call_.stride_c = call_.ldc * call_.n;
     // The reference's grid has one row of blocks per 64 columns of C (at most 65535).
     if ((call_.n + 63) / 64 > 65535)
       throw Error(
           ErrorCode::kInvalidArgument,
           "gemm_tc: the verified workload takes n up to 4194240, got " + std::to_string(call_.n));
+    if (call_.n * call_.batch > kMaxDim)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "gemm_tc: the verified workload takes n * batch up to 2^31-1, got " +
+                      std::to_string(call_.n * call_.batch));
     const std::size_t out_bytes = call_.out == "f32" ? 4 : 2;
-    a_ = detail::DeviceBuffer(
-        static_cast<std::size_t>(call_.lda * (call_.trans_a ? call_.m : call_.k) * elem));
-    b_ = detail::DeviceBuffer(
-        static_cast<std::size_t>(call_.ldb * (call_.trans_b ? call_.k : call_.n) * elem));
-    c_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.ldc * call_.n) * out_bytes);
-    ref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n) * 8);
-    absref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n) * 8);
+    const std::int64_t batch = call_.batch;
+    a_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.stride_a * batch * elem));
+    b_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.stride_b * batch * elem));
+    c_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.stride_c * batch) * out_bytes);
+    ref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n * batch) * 8);
+    absref_ = detail::DeviceBuffer(static_cast<std::size_t>(call_.m * call_.n * batch) * 8);
     result_ = detail::DeviceBuffer(16);
     call_.a = reinterpret_cast<const void*>(a_.get());
     call_.b = reinterpret_cast<const void*>(b_.get());
@@ -484,11 +512,12 @@ class TcWorkload final : public Workload {
       // The reference of this prepare()'s inputs: X = op(B)^T from B (ldb), Y = op(A) from A
       // (lda), each k-major or MN-major as the kernel reads them.
       CUdeviceptr x = b_.get(), y = a_.get();
-      long long ldx = call_.ldb, ldy = call_.lda;
+      long long ldx = call_.ldb, ldy = call_.lda, sx = call_.stride_b, sy = call_.stride_a;
       int m = static_cast<int>(v.m), n = static_cast<int>(v.n), k = static_cast<int>(v.k);
-      void* params[] = {&x, &ldx, &y, &ldy, &m, &n, &k, &ref, &absref};
+      void* params[] = {&x, &ldx, &sx, &y, &ldy, &sy, &m, &n, &k, &ref, &absref};
       helpers_->launch(1, static_cast<unsigned>((v.n + 63) / 64),
-                       static_cast<unsigned>((v.m + 63) / 64), 1, 16, 16, 1, 0, stream, params);
+                       static_cast<unsigned>((v.m + 63) / 64), static_cast<unsigned>(call_.batch),
+                       16, 16, 1, 0, stream, params);
     }
     gemm_clear_verdict(result, stream);
     // The inputs hold what is multiplied (tc_fill rounds them to tf32): no input term.
@@ -496,14 +525,15 @@ class TcWorkload final : public Workload {
     double rel = tol.rel, acc = tol.acc;
     CUdeviceptr cptr = c_.get();
     long long ldd = call_.ldc;
-    int m = static_cast<int>(v.m), n = static_cast<int>(v.n);
+    // The batch's matrices of D are packed: one D of batch * M rows, as the references.
+    int m = static_cast<int>(v.m * call_.batch), n = static_cast<int>(v.n);
     void* params[] = {&cptr, &ldd, &m, &n, &ref, &absref, &rel, &acc, &result};
     helpers_->launch(2, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, params);
     // Element e of D is C(e % ldc, e / ldc), as for the other GEMM workloads.
     return gemm_read_verdict(result, call_.ldc, call_.m, stream);
   }
 
-  double work() const override { return 2.0 * call_.m * call_.n * call_.k; }
+  double work() const override { return 2.0 * call_.m * call_.n * call_.k * call_.batch; }
   std::size_t bytes() const override {
     return a_.size() + b_.size() + c_.size() + ref_.size() + absref_.size();
   }
@@ -537,13 +567,14 @@ TcTolerance gemm_tc_tolerance(const std::string& dtype, const std::string& out, 
 }
 
 Problem gemm_tc_problem(const std::string& dtype, const std::string& out, bool trans_a,
-                        bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, int align) {
+                        bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, int align,
+                        std::int64_t batch) {
   Problem p;
   p.family = "gemm_tc";
   p.attrs = {{"dtype", dtype},
              {"out", out},
              {"op", std::string(trans_a ? "t" : "n") + (trans_b ? "t" : "n")}};
-  p.sizes = {{"m", m}, {"n", n}, {"k", k}, {"align", align}};
+  p.sizes = {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}, {"align", align}};
   return p;
 }
 
@@ -554,7 +585,8 @@ int gemm_tc_alignment(const TcCall& call) {
     const std::uintptr_t bytes = static_cast<std::uintptr_t>(v * elem);
     if (reinterpret_cast<std::uintptr_t>(call.a) % bytes == 0 &&
         reinterpret_cast<std::uintptr_t>(call.b) % bytes == 0 && call.lda % v == 0 &&
-        call.ldb % v == 0)
+        call.ldb % v == 0 &&
+        (call.batch == 1 || (call.stride_a % v == 0 && call.stride_b % v == 0)))
       return v;
   }
   return 1;
@@ -564,9 +596,10 @@ void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& ca
                     CUstream stream) {
   const Tile t = tile_of(config);
   const View v = view_of(call.m, call.n, call.k);
-  const TmaMap map_x = tensor_map(call.dtype, call.b, v.k, v.m, call.ldb, t.bm, call.trans_b);
-  const TmaMap map_y =
-      tensor_map(call.dtype, call.a, v.k, v.n, call.lda, t.bn / t.cluster, !call.trans_a);
+  const TmaMap map_x = tensor_map(call.dtype, call.b, v.k, v.m, call.ldb, t.bm, call.trans_b,
+                                  call.batch, call.stride_b);
+  const TmaMap map_y = tensor_map(call.dtype, call.a, v.k, v.n, call.lda, t.bn / t.cluster,
+                                  !call.trans_a, call.batch, call.stride_a);
   TcArgs args{call.c,
               static_cast<long long>(call.ldc),
               static_cast<int>(v.m),
@@ -575,10 +608,12 @@ void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& ca
               static_cast<int>((v.m + t.bm - 1) / t.bm),
               static_cast<int>((v.n + t.bn - 1) / t.bn),
               call.alpha,
-              call.beta};
+              call.beta,
+              static_cast<long long>(call.stride_c),
+              static_cast<int>(call.batch)};
   void* params[] = {const_cast<TmaMap*>(&map_x), const_cast<TmaMap*>(&map_y), &args};
-  const std::int64_t units =
-      static_cast<std::int64_t>((args.tiles_m + t.cluster - 1) / t.cluster) * args.tiles_n;
+  const std::int64_t units = static_cast<std::int64_t>((args.tiles_m + t.cluster - 1) / t.cluster) *
+                             args.tiles_n * call.batch;
   // Consumers taking turns need two units per block at least.
   std::int64_t grid_units = t.pingpong ? (units + 1) / 2 : units;
   if (t.persist) grid_units = std::min(grid_units, resident_units(kernel, t));
@@ -596,12 +631,15 @@ std::string gemm_tc_scale_name(const std::string& out) {
 }
 
 void gemm_tc_scale_launch(const Kernel& kernel, const TcCall& call, CUstream stream) {
-  void* d = call.c;
-  long long ldd = call.ldc;
-  int rows = static_cast<int>(call.n), cols = static_cast<int>(call.m);  // D = C^T
-  float beta = call.beta;
-  void* params[] = {&d, &ldd, &rows, &cols, &beta};
-  kernel.launch(0, 1024, 1, 1, 256, 1, 1, 0, stream, params);
+  const std::int64_t out_bytes = call.out == "f32" ? 4 : 2;
+  for (std::int64_t b = 0; b < call.batch; ++b) {  // one launch per matrix of the batch
+    void* d = static_cast<char*>(call.c) + b * call.stride_c * out_bytes;
+    long long ldd = call.ldc;
+    int rows = static_cast<int>(call.n), cols = static_cast<int>(call.m);  // D = C^T
+    float beta = call.beta;
+    void* params[] = {&d, &ldd, &rows, &cols, &beta};
+    kernel.launch(0, 1024, 1, 1, 256, 1, 1, 0, stream, params);
+  }
 }
 
 std::vector<TcShape> gemm_tc_suite() {

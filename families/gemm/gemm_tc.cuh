@@ -29,12 +29,15 @@ struct __align__(64) TmaMap {
   u64 opaque[16];
 };
 
+// batch matrices D, stride_d elements apart (X and Y: the tensor maps' third dimension).
 struct TcArgs {
   void* d;
   long long ldd;
   int m, n, k;
   int tiles_m, tiles_n;
   float alpha, beta;
+  long long stride_d;
+  int batch;
 };
 
 // Element types: IN 0 bf16, 1 fp16, 2 tf32 (fp32 storage); OUT 0 f32, 1 bf16, 2 fp16.
@@ -94,13 +97,14 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
       : "memory");
 }
 
-// One box of a 2-D tensor map (coordinates: the inner, contiguous one first) into shared memory;
-// the bytes complete a transaction of `bar`.
-__device__ __forceinline__ void tma_load(u32 dst, const TmaMap* map, int c0, int c1, u32 bar) {
+// One box of a 3-D tensor map (coordinates: the inner, contiguous one first; the third is the
+// matrix of the batch) into shared memory; the bytes complete a transaction of `bar`.
+__device__ __forceinline__ void tma_load(u32 dst, const TmaMap* map, int c0, int c1, int c2,
+                                         u32 bar) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
-      "%3}], [%4];" ::"r"(dst),
-      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4}], [%5];" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
 
@@ -218,32 +222,33 @@ __device__ __forceinline__ void store16(void* d, int row, int m, long long ldd, 
 // A box into shared memory at the same offset in every CTA of `mask` (a thread-block cluster),
 // completing a transaction of the mbarrier at the same offset in each.
 __device__ __forceinline__ void tma_load_multicast(u32 dst, const TmaMap* map, int c0, int c1,
-                                                   u32 bar, unsigned short mask) {
+                                                   int c2, u32 bar, unsigned short mask) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
-      "cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
       : "memory");
 }
 
-// Rows row0 .. row0 + ROWS - 1 of an operand's k-tile kt (BK k-elements) into shared memory at
-// dst (to the CTAs of `mask` when it is not 0): one box of ROWS rows of 128 bytes for a k-major
-// operand; ROWS / 64 boxes of BK k-rows of 64 elements (8192 bytes each) for an MN-major one.
+// Rows row0 .. row0 + ROWS - 1 of matrix `mat`'s k-tile kt (BK k-elements) of an operand into
+// shared memory at dst (to the CTAs of `mask` when it is not 0): one box of ROWS rows of 128 bytes
+// for a k-major operand; ROWS / 64 boxes of BK k-rows of 64 elements (8192 bytes each) for an
+// MN-major one.
 template <int MN, int ROWS, int BK>
-__device__ __forceinline__ void load_rows(u32 dst, const TmaMap* map, int kt, int row0, u32 bar,
-                                          unsigned short mask) {
+__device__ __forceinline__ void load_rows(u32 dst, const TmaMap* map, int kt, int row0, int mat,
+                                          u32 bar, unsigned short mask) {
   if (MN) {
 #pragma unroll
     for (int b = 0; b < ROWS / 64; ++b) {
       if (mask)
-        tma_load_multicast(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, bar, mask);
+        tma_load_multicast(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, mat, bar, mask);
       else
-        tma_load(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, bar);
+        tma_load(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, mat, bar);
     }
   } else if (mask) {
-    tma_load_multicast(dst, map, kt * BK, row0, bar, mask);
+    tma_load_multicast(dst, map, kt * BK, row0, mat, bar, mask);
   } else {
-    tma_load(dst, map, kt * BK, row0, bar);
+    tma_load(dst, map, kt * BK, row0, mat, bar);
   }
 }
 
@@ -317,10 +322,14 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   const int ktiles = (p.k + BK - 1) / BK;
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
   const int rank = CLUSTER == 1 ? 0 : static_cast<int>(blockIdx.x % CLUSTER);
-  const int units_m = (p.tiles_m + CLUSTER - 1) / CLUSTER, units = units_m * p.tiles_n;
+  // Units of every matrix of the batch, one matrix after the other.
+  const int units_m = (p.tiles_m + CLUSTER - 1) / CLUSTER, per_matrix = units_m * p.tiles_n;
+  const int units = per_matrix * p.batch;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
   // Rasterisation: groups of GROUP unit rows, walked column by column.
-  auto tile_of = [&](int u, int& tm, int& tn) {
+  auto tile_of = [&](int u, int& tm, int& tn, int& mat) {
+    mat = u / per_matrix;
+    u -= mat * per_matrix;
     const int width = GROUP * p.tiles_n;
     const int first = (u / width) * GROUP;
     const int rows = min(units_m - first, GROUP);
@@ -346,19 +355,19 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     if (t == 0) {
       int it = 0;  // k-tiles loaded by this CTA so far, over all its units
       for (int u = first_unit; u < units; u += unit_step) {
-        int tm, tn;
-        tile_of(u, tm, tn);
+        int tm, tn, mat;
+        tile_of(u, tm, tn, mat);
         for (int kt = 0; kt < ktiles; ++kt, ++it) {
           const int s = it % STAGES;
           const u32 round = static_cast<u32>(it / STAGES);
           mbar_wait(empty0 + 8 * s, (round & 1u) ^ 1u);
           mbar_expect_tx(full0 + 8 * s, STAGE_BYTES);
           const u32 sx = base + s * STAGE_BYTES, sy = sx + X_BYTES;
-          load_rows<MNX, BM, BK>(sx, &map_x, kt, tm * BM, full0 + 8 * s, 0);
+          load_rows<MNX, BM, BK>(sx, &map_x, kt, tm * BM, mat, full0 + 8 * s, 0);
           // Clusters: each CTA loads its part of Y (Y_PART rows, Y_PART * 128 bytes either way)
           // for both.
           load_rows<MNY, Y_PART, BK>(
-              sy + rank * Y_PART * 128, &map_y, kt, tn * BN + rank * Y_PART, full0 + 8 * s,
+              sy + rank * Y_PART * 128, &map_y, kt, tn * BN + rank * Y_PART, mat, full0 + 8 * s,
               CLUSTER == 1 ? 0 : static_cast<unsigned short>((1u << CLUSTER) - 1));
         }
       }
@@ -367,10 +376,11 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     if (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int c = wg - 1;
     const int warp = t / 32, lane = t % 32;
-    const bool vec =
-        (p.ldd % 2 == 0) && (reinterpret_cast<unsigned long long>(p.d) % (OUT == 0 ? 8 : 4) == 0);
-    const bool wide =
-        p.beta == 0.0f && p.ldd % 8 == 0 && reinterpret_cast<unsigned long long>(p.d) % 16 == 0;
+    // Pair and 16-byte stores where every matrix's rows allow them.
+    const bool vec = (p.ldd % 2 == 0) && (p.batch == 1 || p.stride_d % 2 == 0) &&
+                     (reinterpret_cast<unsigned long long>(p.d) % (OUT == 0 ? 8 : 4) == 0);
+    const bool wide = p.beta == 0.0f && p.ldd % 8 == 0 && (p.batch == 1 || p.stride_d % 8 == 0) &&
+                      reinterpret_cast<unsigned long long>(p.d) % 16 == 0;
     // A stage goes back to the producers of every CTA that wrote into it.
     auto release = [&](int s) {
       if (t != 0) return;
@@ -386,8 +396,9 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     for (int j = PINGPONG ? c : 0; first_unit + j * unit_step < units; j += TURNS) {
       const int u = first_unit + j * unit_step;
       int it = j * ktiles;
-      int tm, tn;
-      tile_of(u, tm, tn);
+      int tm, tn, mat;
+      tile_of(u, tm, tn, mat);
+      void* const d = static_cast<char*>(p.d) + mat * p.stride_d * (OUT == 0 ? 4 : 2);
       float acc[MT][BN / 2];
 #pragma unroll
       for (int i = 0; i < MT; ++i)
@@ -439,7 +450,7 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
           if (wide && col0 + QG * 8 <= p.n) {  // uniform over the warp: every lane shuffles
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-              store16<OUT>(p.d, row0 + 8 * h, p.m, p.ldd, col0, acc[i], g, h, lane, p.alpha);
+              store16<OUT>(d, row0 + 8 * h, p.m, p.ldd, col0, acc[i], g, h, lane, p.alpha);
             continue;
           }
 #pragma unroll
@@ -451,7 +462,7 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
             for (int h = 0; h < 2; ++h) {
               const int row = row0 + 8 * h;
               if (row < p.m)
-                store_pair<OUT>(p.d, static_cast<long long>(row) * p.ldd + col, two, vec,
+                store_pair<OUT>(d, static_cast<long long>(row) * p.ldd + col, two, vec,
                                 acc[i][q * 4 + h * 2], acc[i][q * 4 + h * 2 + 1], p.alpha, p.beta);
             }
           }
@@ -511,8 +522,17 @@ __global__ void tc_fill(void* out, unsigned long long n, unsigned long long seed
 // X(i, p) is x[i * ldx + p] (k-major) or x[p * ldx + i] (MNX = 1); Y likewise.
 template <int IN, int MNX, int MNY>
 __global__ void __launch_bounds__(256)
-    tc_reference(const void* x, long long ldx, const void* y, long long ldy, int m, int n, int k,
-                 double* ref, double* absref) {
+    tc_reference(const void* x, long long ldx, long long sx, const void* y, long long ldy,
+                 long long sy, int m, int n, int k, double* ref, double* absref) {
+  // Matrix blockIdx.z of a batch: X and Y sx and sy elements on, ref and absref m n.
+  {
+    const long long z = blockIdx.z;
+    const int size = IN == 2 ? 4 : 2;
+    x = static_cast<const char*>(x) + z * sx * size;
+    y = static_cast<const char*>(y) + z * sy * size;
+    ref += z * m * static_cast<long long>(n);
+    absref += z * m * static_cast<long long>(n);
+  }
   __shared__ float xs[16][64], ys[16][64];
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
   const int i0 = blockIdx.y * 64, j0 = blockIdx.x * 64;

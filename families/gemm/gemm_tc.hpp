@@ -30,16 +30,20 @@ struct TcCall {
   std::int64_t ldb = 1;
   void* c = nullptr;
   std::int64_t ldc = 1;
+  // A strided batch: `batch` products, the matrices of A, B and C stride_a, stride_b and stride_c
+  // elements apart (unused when batch is 1).
+  std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
-// The problem of a call: sizes m, n, k and align (elements: operand pointers and leading
-// dimensions are multiples of it; the kernels need 16 bytes, for the TMA: 8 elements of 16 bits,
-// 4 of tf32), attributes dtype, out and op.
+// The problem of a call: sizes m, n, k, batch (products of a strided batch) and align (elements:
+// operand pointers, leading dimensions and batch strides are multiples of it; the kernels need 16
+// bytes, for the TMA: 8 elements of 16 bits, 4 of tf32), attributes dtype, out and op.
 Problem gemm_tc_problem(const std::string& dtype, const std::string& out, bool trans_a,
-                        bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, int align);
+                        bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, int align,
+                        std::int64_t batch = 1);
 
-// Largest of {8, 4, 2, 1} elements, at most 16 bytes, dividing the operand pointers' alignment
-// and their leading dimensions.
+// Largest of {8, 4, 2, 1} elements, at most 16 bytes, dividing the operand pointers' alignment,
+// their leading dimensions and (batch > 1) their batch strides.
 int gemm_tc_alignment(const TcCall& call);
 
 // How far a computed element of C may be from the exact sum ref of its k products (values of a

@@ -129,6 +129,16 @@ class Runtime {
                float alpha, DataType ab_type, const void* a, std::int64_t lda, const void* b,
                std::int64_t ldb, float beta, DataType c_type, void* c, std::int64_t ldc,
                CUstream stream = nullptr);
+  // `batch` products as gemm_ex (cublasGemmStridedBatchedEx): matrix i of A, B and C starts
+  // stride_a, stride_b and stride_c elements after matrix i - 1 (strides of A and B >= 0, 0
+  // repeats one matrix; C's matrices must not overlap: stride_c >= ldc times the columns of C).
+  // One launch for the whole batch; batch 0 does nothing.
+  void gemm_strided_batched_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n,
+                               std::int64_t k, float alpha, DataType ab_type, const void* a,
+                               std::int64_t lda, std::int64_t stride_a, const void* b,
+                               std::int64_t ldb, std::int64_t stride_b, float beta, DataType c_type,
+                               void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch,
+                               CUstream stream = nullptr);
 
   // --- elementwise: any n including 0, any alignment of the pointers ---
   void copy(float* dst, const float* src, std::size_t n, CUstream stream = nullptr);

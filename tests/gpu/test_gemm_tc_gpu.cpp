@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <optional>
 
 #include "families/family.hpp"
@@ -443,6 +444,107 @@ TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
                          pw, n, 0.0f, DataType::kF32, py, n);
             }),
             ErrorCode::kUnsupported);
+}
+
+// Strided batches through Runtime::gemm_strided_batched_ex: row-major y_b = x_b @ w_b.T of 3
+// products in one launch (C f32 and bf16), x @ v (op nn) with one v for every product (stride 0),
+// a stride that is not a multiple of 16 bytes (the batch copied into aligned scratch first), and
+// C's matrices overlapping refused with kInvalidArgument.
+TEST(GemmTcGpu, StridedBatchesMatchTheHostReferencePerMatrix) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major != 9)
+    GTEST_SKIP() << "gemm_tc runs on sm_90 only; this GPU is " << ktune_held_device.limits().arch();
+  Options o;
+  o.use_database = false;
+  Runtime rt(o);
+  const std::int64_t batch = 3, m = 200, n = 136, k = 72;
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> pick(-128, 128);
+  // x: batch matrices m x k (row-major), sx apart; w: batch matrices n x k, sw apart; v: k x n.
+  const std::int64_t sx = m * k + 8, sw = n * k + 16;
+  std::vector<double> x(static_cast<std::size_t>(sx * batch), 0),
+      w(static_cast<std::size_t>(sw * batch), 0), v(static_cast<std::size_t>(k * n));
+  for (auto& e : x) e = pick(rng) / 128.0;
+  for (auto& e : w) e = pick(rng) / 128.0;
+  for (auto& e : v) e = pick(rng) / 128.0;
+  auto upload16 = [&](const std::vector<double>& vals, std::size_t extra) {
+    std::vector<std::uint16_t> h(vals.size() + extra, 0);
+    for (std::size_t i = 0; i < vals.size(); ++i)
+      h[i + extra] = encode(static_cast<float>(vals[i]), true);
+    auto buf = std::make_unique<detail::DeviceBuffer>(h.size() * 2);
+    upload(buf->get(), h);
+    return buf;
+  };
+  const auto dx = upload16(x, 0), dw = upload16(w, 0), dv = upload16(v, 0);
+  const std::int64_t sc = m * n + 4;  // C's matrices, row-major m x n, sc apart
+  detail::DeviceBuffer dy(static_cast<std::size_t>(sc * batch) * 4);
+  auto check = [&](const std::vector<float>& y, bool with_v, const char* what) {
+    std::int64_t wrong = 0;
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          double r = 0;
+          for (std::int64_t q = 0; q < k; ++q)
+            r += x[static_cast<std::size_t>(b * sx + i * k + q)] *
+                 (with_v ? v[static_cast<std::size_t>(q * n + j)]
+                         : w[static_cast<std::size_t>(b * sw + j * k + q)]);
+          const double got = y[static_cast<std::size_t>(b * sc + i * n + j)];
+          if (!(std::fabs(got - r) <= 1e-5 * (std::fabs(r) + 1)) && ++wrong <= 3)
+            ADD_FAILURE() << what << ": y" << b << "(" << i << ", " << j << ") = " << got
+                          << ", expected " << r;
+        }
+    EXPECT_EQ(wrong, 0) << what;
+  };
+  auto ptr = [](const std::unique_ptr<detail::DeviceBuffer>& b) {
+    return reinterpret_cast<const void*>(b->get());
+  };
+  void* py = reinterpret_cast<void*>(dy.get());
+  rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kBF16,
+                             ptr(dx), k, sx, ptr(dw), k, sw, 0.0f, DataType::kF32, py, n, sc,
+                             batch);
+  testing::synchronize();
+  const auto y = download<float>(dy.get(), static_cast<std::size_t>(sc * batch));
+  check(y, false, "x @ w.T");
+  // bf16 C: the same products rounded once.
+  rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kBF16,
+                             ptr(dx), k, sx, ptr(dw), k, sw, 0.0f, DataType::kBF16, py, n, sc,
+                             batch);
+  testing::synchronize();
+  const auto y16 = download<std::uint16_t>(dy.get(), static_cast<std::size_t>(sc * batch));
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t e = 0; e < m * n; e += 97) {
+      const std::size_t at = static_cast<std::size_t>(b * sc + e);
+      EXPECT_NEAR(decode(y16[at], true), y[at], std::fabs(y[at]) / 256 + 1e-6) << b << " " << e;
+    }
+  // One v for every product (stride 0), op nn.
+  rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, DataType::kBF16,
+                             ptr(dx), k, sx, ptr(dv), n, 0, 0.0f, DataType::kF32, py, n, sc, batch);
+  testing::synchronize();
+  check(download<float>(dy.get(), static_cast<std::size_t>(sc * batch)), true, "x @ v, stride 0");
+  // A stride of m k + 1 elements (not 16 bytes): copied into aligned scratch, the same bits.
+  {
+    const std::int64_t sx1 = m * k + 1;
+    std::vector<double> x1(static_cast<std::size_t>(sx1 * batch), 0);
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t e = 0; e < m * k; ++e)
+        x1[static_cast<std::size_t>(b * sx1 + e)] = x[static_cast<std::size_t>(b * sx + e)];
+    const auto dx1 = upload16(x1, 0);
+    rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kBF16,
+                               ptr(dx1), k, sx1, ptr(dw), k, sw, 0.0f, DataType::kF32, py, n, sc,
+                               batch);
+    testing::synchronize();
+    EXPECT_EQ(download<float>(dy.get(), static_cast<std::size_t>(sc * batch)), y);
+  }
+  // C's matrices overlapping: refused before anything runs.
+  try {
+    rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kBF16,
+                               ptr(dx), k, sx, ptr(dw), k, sw, 0.0f, DataType::kF32, py, n,
+                               m * n - 1, batch);
+    ADD_FAILURE() << "overlapping C accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("stride_c"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -71,6 +71,15 @@ TEST(GemmTc, ProblemsTakeSixteenBitInputsOfEveryOpAndTf32KContiguous) {
   f.complete_problem(p, {"dtype", "out"});
   EXPECT_EQ(p.attr("out"), "f32");
   EXPECT_EQ(p.size("align"), 8);
+  // A strided batch is the batch axis; a key written before it had none (one matrix).
+  EXPECT_EQ(rejection(gemm_tc_problem("bf16", "bf16", true, false, 64, 64, 64, 8, 16)), "");
+  EXPECT_TRUE(contains(rejection(gemm_tc_problem("bf16", "bf16", true, false, 64, 64, 64, 8, 0)),
+                       "batch must be in"));
+  EXPECT_EQ(gemm_tc_problem("bf16", "bf16", true, false, 64, 64, 64, 8, 16).key(),
+            "align=8;batch=16;dtype=bf16;k=64;m=64;n=64;op=tn;out=bf16");
+  EXPECT_NO_THROW(f.parse_problem("align=8;dtype=bf16;k=64;m=64;n=64;op=tn;out=bf16"));
+  EXPECT_DOUBLE_EQ(*f.work_of(gemm_tc_problem("f16", "f32", true, false, 10, 20, 30, 8, 4), kH100),
+                   2.0 * 10 * 20 * 30 * 4);
   // A key from a database or a caller is parsed and checked the same way.
   EXPECT_THROW(find_family("gemm_tc").parse_problem(
                    "align=8;dtype=bf16;k=64;m=64;n=64;op=tn;out=bf16;extra=1"),
