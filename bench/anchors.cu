@@ -251,6 +251,22 @@ struct LtState {
     check_cublas(cublasLtMatrixLayoutCreate(&c, out, m, n, ldc), "cublasLtMatrixLayoutCreate");
   }
 
+  // A strided batch of `batch` products, the matrices of A, B and C the strides (elements) apart.
+  void describe_batch(int batch, std::int64_t stride_a, std::int64_t stride_b,
+                      std::int64_t stride_c) {
+    const std::int64_t strides[3] = {stride_a, stride_b, stride_c};
+    cublasLtMatrixLayout_t layouts[3] = {a, b, c};
+    for (int i = 0; i < 3; ++i) {
+      check_cublas(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                    &batch, sizeof(batch)),
+                   "cublasLtMatrixLayoutSetAttribute (batch)");
+      check_cublas(
+          cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                           &strides[i], sizeof(strides[i])),
+          "cublasLtMatrixLayoutSetAttribute (stride)");
+    }
+  }
+
   // Algorithm i of the plan: "algo 12 tile 18 stages 9 split 1" (cuBLASLt's own ids).
   std::string describe(int i) const {
     const cublasLtMatmulAlgo_t& algo = algos.at(static_cast<std::size_t>(i)).algo;
@@ -394,13 +410,15 @@ CublasLtGemm16::CublasLtGemm16() : state_(new State) {}
 CublasLtGemm16::~CublasLtGemm16() { delete state_; }
 
 int CublasLtGemm16::plan(const std::string& dtype, bool out_f32, bool ta, bool tb, int m, int n,
-                         int k, int lda, int ldb, int ldc, int max_algos) {
+                         int k, int lda, int ldb, int ldc, int max_algos, int batch,
+                         std::int64_t stride_a, std::int64_t stride_b, std::int64_t stride_c) {
   State& s = *state_;
   const bool tf32 = dtype == "tf32";
   const cudaDataType_t in = dtype == "bf16" ? CUDA_R_16BF : dtype == "f16" ? CUDA_R_16F : CUDA_R_32F;
   const cudaDataType_t out = out_f32 ? CUDA_R_32F : in;
   s.describe_problem(tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F, in, out,
                      ta, tb, m, n, k, lda, ldb, ldc);
+  if (batch > 1) s.describe_batch(batch, stride_a, stride_b, stride_c);
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   cublasStatus_t st =

@@ -100,9 +100,10 @@ class CublasLtGemm16 {
   CublasLtGemm16(const CublasLtGemm16&) = delete;
   CublasLtGemm16& operator=(const CublasLtGemm16&) = delete;
   // Returns how many algorithms the plan holds (0: none, nothing can run).
-  // dtype "bf16", "f16" or "tf32".
+  // dtype "bf16", "f16" or "tf32"; batch > 1: a strided batch, matrices the strides apart.
   int plan(const std::string& dtype, bool out_f32, bool trans_a, bool trans_b, int m, int n, int k,
-           int lda, int ldb, int ldc, int max_algos);
+           int lda, int ldb, int ldc, int max_algos, int batch = 1, std::int64_t stride_a = 0,
+           std::int64_t stride_b = 0, std::int64_t stride_c = 0);
   std::string describe(int i) const;
   void run(int i, float alpha, const void* a, const void* b, float beta, void* c, CUstream stream);
 

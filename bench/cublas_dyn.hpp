@@ -52,7 +52,8 @@ void* symbol(Library lib, const char* name);
   X(kCublasLt, cublasLtMatmulPreferenceDestroy)      \
   X(kCublasLt, cublasLtMatmulPreferenceSetAttribute) \
   X(kCublasLt, cublasLtMatrixLayoutCreate)           \
-  X(kCublasLt, cublasLtMatrixLayoutDestroy)
+  X(kCublasLt, cublasLtMatrixLayoutDestroy)         \
+  X(kCublasLt, cublasLtMatrixLayoutSetAttribute)
 
 // Which library each listed function is in: KTUNE_CUBLAS_CALL of a function not listed does not
 // compile.
@@ -113,4 +114,5 @@ std::vector<Function> functions();
 #define cublasLtMatmulPreferenceSetAttribute KTUNE_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute)
 #define cublasLtMatrixLayoutCreate KTUNE_CUBLAS_CALL(cublasLtMatrixLayoutCreate)
 #define cublasLtMatrixLayoutDestroy KTUNE_CUBLAS_CALL(cublasLtMatrixLayoutDestroy)
+#define cublasLtMatrixLayoutSetAttribute KTUNE_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute)
 #endif

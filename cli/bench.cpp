@@ -336,26 +336,28 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
 
 // The bench's gemm_tc problem of a dtype: C of the input type (f32 for tf32), 16-byte alignment.
 Problem gemm_tc_bench_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
-                              std::int64_t n, std::int64_t k) {
+                              std::int64_t n, std::int64_t k, std::int64_t batch) {
   const bool tf32 = dtype == "tf32";
-  return gemm_tc_problem(dtype, tf32 ? "f32" : dtype, trans_a, trans_b, m, n, k, tf32 ? 4 : 8);
+  return gemm_tc_problem(dtype, tf32 ? "f32" : dtype, trans_a, trans_b, m, n, k, tf32 ? 4 : 8,
+                         batch);
 }
 
-// The tensor-core GEMM (family gemm_tc, op tn, C of the input type; f32 for tf32) against cuBLASLt: the
-// heuristic's first 8 algorithms screened (3 runs each) and the fastest timed like ktune's
+// The tensor-core GEMM (family gemm_tc, op tn, C of the input type; f32 for tf32) against cuBLASLt:
+// the heuristic's first 8 algorithms screened (3 runs each) and the fastest timed like ktune's
 // configuration (the runtime's lookup chain chooses it, as `ktune explain` shows), both verified
 // against the double reference on fresh inputs.
 void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
                    detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
                    const std::string& dtype, const std::vector<GemmShape>& shapes,
-                   std::vector<Row>& rows, bool& all_verified) {
+                   std::int64_t batch, std::vector<Row>& rows, bool& all_verified) {
   anchors::CublasLtGemm16 lt;
   const Family& family = gemm_tc_family();
   std::uint64_t seed = 300;
   double log_sum = 0;
   int count = 0;
   for (const GemmShape& s : shapes) {
-    const Problem problem = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k);
+    const Problem problem =
+        gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
     family.validate(problem);
     auto workload = family.make_workload(problem, device, cache);
     const TcCall call = gemm_tc_workload_call(*workload);
@@ -380,9 +382,10 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
     };
     const int m = static_cast<int>(call.m), n = static_cast<int>(call.n),
               k = static_cast<int>(call.k);
-    const int algos = lt.plan(dtype, call.out == "f32", call.trans_a, call.trans_b, m, n, k,
-                              static_cast<int>(call.lda), static_cast<int>(call.ldb),
-                              static_cast<int>(call.ldc), 8);
+    const int algos =
+        lt.plan(dtype, call.out == "f32", call.trans_a, call.trans_b, m, n, k,
+                static_cast<int>(call.lda), static_cast<int>(call.ldb), static_cast<int>(call.ldc),
+                8, static_cast<int>(call.batch), call.stride_a, call.stride_b, call.stride_c);
     auto run_lt = [&](int i) {
       return [&, i](CUstream st) { lt.run(i, 1.0f, call.a, call.b, 0.0f, call.c, st); };
     };
@@ -549,7 +552,7 @@ std::string shape_label(const RandomGemmShape& r) {
 
 int cmd_bench(const Common& common, const std::string& family_name, const std::string& n_text,
               const std::string& csv, int repeats, const std::string& dtype,
-              const std::string& shape, const std::string& op) {
+              const std::string& shape, const std::string& op, std::int64_t batch) {
   // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
   const std::uint64_t n = parse_size(n_text, "--n");
   if (n == 0) throw Error(ErrorCode::kInvalidArgument, "--n: must be at least 1");
@@ -563,9 +566,12 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
                static_cast<std::int64_t>(s[2]), op[0] == 't', op[1] == 't'}};
   }
   const bool tc = dtype == "bf16" || dtype == "f16" || dtype == "tf32";
+  if (batch != 1 && !(family_name == "gemm" && tc))
+    throw Error(ErrorCode::kInvalidArgument,
+                "--batch: strided batches are benchmarked for --dtype bf16, f16 or tf32 only");
   if (family_name == "gemm" && tc && !shape.empty())
     gemm_tc_family().validate(gemm_tc_bench_problem(dtype, shapes[0].trans_a, shapes[0].trans_b,
-                                                    shapes[0].m, shapes[0].n, shapes[0].k));
+                                                    shapes[0].m, shapes[0].n, shapes[0].k, batch));
 #ifndef KTUNE_HAVE_ANCHORS
   (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)shapes;
   Device device(common.device);
@@ -652,7 +658,7 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
     if (shape.empty())
       for (const TcShape& s : gemm_tc_suite()) tc_shapes.push_back({s.m, s.n, s.k, true, false});
     bench_gemm_tc(runtime, device, cache, stream, flusher, timing, dtype,
-                  shape.empty() ? tc_shapes : shapes, rows, all_verified);
+                  shape.empty() ? tc_shapes : shapes, batch, rows, all_verified);
   } else if (family_name == "gemm") {
     bench_gemm(runtime, device, cache_db, cache, stream, flusher, timing, dtype, shapes, rows,
                all_verified);

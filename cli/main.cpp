@@ -551,6 +551,7 @@ int main(int argc, char** argv) {
   std::string bench_n = "256M", bench_csv;
   int bench_repeats = 30;
   std::string bench_dtype = "all", bench_shape, bench_op = "nn";
+  std::int64_t bench_batch = 1;
   auto* bench =
       app.add_subcommand("bench",
                          "time the runtime's tuned kernels against the anchors in the same run "
@@ -590,6 +591,12 @@ int main(int argc, char** argv) {
                    "f16 or tf32 (the tensor-core family gemm_tc, C of the same type, f32 for tf32, "
                    "op tn unless --op, against cuBLASLt)")
       ->check(CLI::IsMember({"f32", "f64", "all", "bf16", "f16", "tf32"}))
+      ->capture_default_str();
+  bench_gemm
+      ->add_option("--batch", bench_batch,
+                   "with --dtype bf16, f16 or tf32: strided batches of this many products of each "
+                   "shape, against cuBLASLt's strided batch")
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(65535)))
       ->capture_default_str();
   // The any-shape benchmark: its own database, so that neither stage sees the user's results.
   RandomShapesArgs bench_random;
@@ -868,7 +875,7 @@ int main(int argc, char** argv) {
       const bool tc = bench_dtype == "bf16" || bench_dtype == "f16" || bench_dtype == "tf32";
       if (tc && bench_gemm->get_option("--op")->count() == 0) bench_op = "tn";
       code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,
-                       bench_op);
+                       bench_op, bench_batch);
     } else if (db_export->parsed()) {
       code = cmd_db_export(common, db_family, db_all, db_best, db_own, db_compact, db_output);
     } else if (db_import->parsed()) {

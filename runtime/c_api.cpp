@@ -205,6 +205,21 @@ ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b, in
   });
 }
 
+ktune_status ktune_gemm_strided_batched_ex(ktune_runtime* rt, int layout, int op_a, int op_b,
+                                           int64_t m, int64_t n, int64_t k, float alpha,
+                                           int ab_type, const void* a, int64_t lda,
+                                           int64_t stride_a, const void* b, int64_t ldb,
+                                           int64_t stride_b, float beta, int c_type, void* c,
+                                           int64_t ldc, int64_t stride_c, int64_t batch,
+                                           ktune_stream stream) {
+  return guarded([&] {
+    runtime_of(rt).gemm_strided_batched_ex(
+        layout_of(layout), op_of(op_a, "op_a"), op_of(op_b, "op_b"), m, n, k, alpha,
+        dtype_of(ab_type, "ab_type"), a, lda, stride_a, b, ldb, stride_b, beta,
+        dtype_of(c_type, "c_type"), c, ldc, stride_c, batch, stream_of(stream));
+  });
+}
+
 ktune_status ktune_copy_f32(ktune_runtime* rt, float* dst, const float* src, size_t n,
                             ktune_stream stream) {
   return guarded([&] { runtime_of(rt).copy(dst, src, n, stream_of(stream)); });

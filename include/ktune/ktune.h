@@ -109,6 +109,15 @@ KTUNE_C_EXPORT ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_
                                           int64_t ldb, float beta, int c_type, void* c,
                                           int64_t ldc, ktune_stream stream);
 
+/* `batch` products as ktune_gemm_ex in one launch (cublasGemmStridedBatchedEx): matrix i of A, B
+ * and C starts stride_a, stride_b, stride_c elements after matrix i - 1 (Runtime::
+ * gemm_strided_batched_ex). */
+KTUNE_C_EXPORT ktune_status ktune_gemm_strided_batched_ex(
+    ktune_runtime* rt, int layout, int op_a, int op_b, int64_t m, int64_t n, int64_t k, float alpha,
+    int ab_type, const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+    int64_t stride_b, float beta, int c_type, void* c, int64_t ldc, int64_t stride_c, int64_t batch,
+    ktune_stream stream);
+
 /* dst[i] = src[i]; c[i] = a[i] + b[i]; any n including 0, any alignment. */
 KTUNE_C_EXPORT ktune_status ktune_copy_f32(ktune_runtime* rt, float* dst, const float* src,
                                            size_t n, ktune_stream stream);

@@ -160,6 +160,59 @@ def _stream(arr, stream):
 _GEMM_EX_TYPES = {"f32": 0, "f64": 1, "bf16": 2, "f16": 3, "tf32": 4}
 
 
+class _Last2:
+    """The last two dimensions of an array, for _matrix."""
+
+    def __init__(self, arr):
+        self.shape, self.strides = tuple(arr.shape[1:]), tuple(arr.strides[1:])
+
+
+def _gemm_batched(A, B, out, alpha, beta, stream, tf32):
+    """gemm of 3-D arrays: out[i] = alpha * a[i] @ b[i] + beta * out[i] (torch.bmm), every
+    product in one launch on the tensor cores."""
+    if tf32 and A.dtype != "f32":
+        raise TypeError(f"gemm: tf32=True takes float32 a and b (got {A.dtype})")
+    for arr, what in ((A, "a"), (B, "b")):
+        if len(arr.shape) != 3:
+            raise ValueError(f"gemm: batched: {what} must have 3 dimensions (batch, rows, columns) "
+                             f"as the other one, this has {len(arr.shape)}")
+    if A.dtype != B.dtype or not (A.dtype in ("bf16", "f16") or (tf32 and A.dtype == "f32")):
+        raise TypeError(f"gemm: batched products take bfloat16 or float16 a and b, or float32 with "
+                        f"tf32=True, so far (got {A.dtype}, {B.dtype})")
+    (nb, m, k), (nb2, k2, n) = A.shape, B.shape
+    if nb != nb2 or k != k2:
+        raise ValueError(f"gemm: a is {nb}x{m}x{k} and b is {nb2}x{k2}x{n}: batch or inner "
+                         f"dimensions differ")
+    op_a, lda = _matrix(_Last2(A), "a")
+    op_b, ldb = _matrix(_Last2(B), "b")
+    if out is None:
+        if beta != 0:
+            raise ValueError("gemm: beta is not 0 but there is no out to read")
+        out = empty_like_kind(A, (nb, m, n), "f32" if tf32 else A.dtype)
+    C = as_array(out, "out")
+    out_types = ("f32",) if tf32 else (A.dtype, "f32")
+    if C.dtype not in out_types or tuple(C.shape) != (nb, m, n):
+        raise ValueError(f"gemm: out must be {' or '.join(out_types)} {nb}x{m}x{n} (got {C.dtype} "
+                         f"{'x'.join(map(str, C.shape))})")
+    device = _one_device([A, B, C], "gemm")
+    op_c, ldc = _matrix(_Last2(C), "out")
+    sa, sb, sc = A.strides[0], B.strides[0], C.strides[0]
+    h, rt = lib(), runtime(device)
+    s = _stream(A, stream)
+    ab, ct = _GEMM_EX_TYPES["tf32" if tf32 else A.dtype], _GEMM_EX_TYPES[C.dtype]
+    if op_c == OP_N:
+        check(h.ktune_gemm_strided_batched_ex(rt.handle, ROW_MAJOR, op_a, op_b, m, n, k, alpha, ab,
+                                              A.ptr, lda, sa, B.ptr, ldb, sb, beta, ct, C.ptr,
+                                              ldc, sc, nb, s))
+    else:
+        # out's matrices are column-major: out[i]^T (n x m, row-major) = b[i]^T a[i]^T.
+        flip = {OP_N: OP_T, OP_T: OP_N}
+        check(h.ktune_gemm_strided_batched_ex(rt.handle, ROW_MAJOR, flip[op_b], flip[op_a], n, m,
+                                              k, alpha, ab, B.ptr, ldb, sb, A.ptr, lda, sa, beta,
+                                              ct, C.ptr, ldc, sc, nb, s))
+    return out
+
+
 def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False):
     """out = alpha * a @ b + beta * out for 2-D float32, float64, bfloat16 or float16 arrays on
     one device.
@@ -171,8 +224,12 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False):
     16 bytes are copied to aligned scratch first).
     tf32=True multiplies float32 arrays as TF32 on the tensor cores (10 bits of mantissa, as
     torch.backends.cuda.matmul.allow_tf32), float32 out; a must be row-major and b a transposed
-    view of a row-major array (x @ w.t(), as torch.nn.Linear computes)."""
+    view of a row-major array (x @ w.t(), as torch.nn.Linear computes).
+    3-D a (batch, m, k) and b (batch, k, n) of those tensor-core types: out[i] = a[i] @ b[i] as
+    torch.bmm, every product in one launch (a stride of 0, as from expand(), repeats a matrix)."""
     A, B = as_array(a, "a"), as_array(b, "b")
+    if len(A.shape) == 3 or len(B.shape) == 3:
+        return _gemm_batched(A, B, out, alpha, beta, stream, tf32)
     if A.dtype != B.dtype or A.dtype not in ("f32", "f64", "bf16", "f16"):
         raise TypeError(f"gemm: a and b must both be float32, float64, bfloat16 or float16 (got "
                         f"{A.dtype}, {B.dtype})")

@@ -88,6 +88,8 @@ def _declare(h):
         "ktune_sgemm": ([P, I, I, I, I64, I64, I64, F, P, I64, P, I64, F, P, I64, P], I),
         "ktune_dgemm": ([P, I, I, I, I64, I64, I64, D, P, I64, P, I64, D, P, I64, P], I),
         "ktune_gemm_ex": ([P, I, I, I, I64, I64, I64, F, I, P, I64, P, I64, F, I, P, I64, P], I),
+        "ktune_gemm_strided_batched_ex": ([P, I, I, I, I64, I64, I64, F, I, P, I64, I64, P, I64,
+                                           I64, F, I, P, I64, I64, I64, P], I),
         "ktune_copy_f32": ([P, P, P, SZ, P], I),
         "ktune_copy_f64": ([P, P, P, SZ, P], I),
         "ktune_add_f32": ([P, P, P, P, SZ, P], I),

@@ -102,6 +102,34 @@ def test_gemm_tf32_runs_x_at_w_t_on_the_tensor_cores():
     raises(ktune.Error, ktune.gemm, x, w.t().contiguous(), tf32=True, contains="k-contiguous")
 
 
+def test_gemm_batched_equals_bmm():
+    torch = _torch()
+    if torch.cuda.get_device_capability() != (9, 0):
+        skip("the tensor-core GEMM runs on sm_90 only so far")
+    g = torch.Generator(device="cuda").manual_seed(5)
+    for dtype in (torch.bfloat16, torch.float16):
+        x = torch.rand(6, 300, 136, device="cuda", dtype=dtype, generator=g) - 0.5
+        w = torch.rand(6, 520, 136, device="cuda", dtype=dtype, generator=g) - 0.5
+        v = (torch.rand(136, 520, device="cuda", dtype=dtype, generator=g) - 0.5).expand(6, -1, -1)
+        for a, b in ((x, w.transpose(1, 2)), (x, v), (x.transpose(1, 2).contiguous().transpose(1, 2), v)):
+            want = torch.bmm(a.double(), b.double())
+            mag = torch.bmm(a.double().abs(), b.double().abs())
+            out = ktune.gemm(a, b, out=torch.empty(6, 300, 520, device="cuda"))
+            bad = int(((out.double() - want).abs() > 16 * 5.96e-8 * 136 ** 0.5 * mag + 1e-12).sum())
+            assert bad == 0, f"{dtype} batched: {bad} elements off"
+        # C of the input type, made by ktune.
+        out16 = ktune.gemm(x, w.transpose(1, 2))
+        assert out16.dtype == dtype and tuple(out16.shape) == (6, 300, 520)
+    # tf32 batches (k-contiguous operands).
+    x = torch.rand(4, 256, 96, device="cuda", generator=g) - 0.5
+    w = torch.rand(4, 128, 96, device="cuda", generator=g) - 0.5
+    out = ktune.gemm(x, w.transpose(1, 2), tf32=True)
+    want = torch.bmm(x.double(), w.double().transpose(1, 2))
+    mag = torch.bmm(x.double().abs(), w.double().abs().transpose(1, 2))
+    bound = (16 * 5.96e-8 * 96 ** 0.5 + 2.0 ** -9 * (1 + 2.0 ** -11)) * mag
+    assert int(((out.double() - want).abs() > bound + 1e-12).sum()) == 0
+
+
 def test_gemm_runs_on_the_current_stream():
     torch = _torch()
     a = torch.rand(2048, 2048, device="cuda")

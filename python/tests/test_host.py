@@ -60,7 +60,14 @@ def test_arguments_are_checked_before_the_gpu():
            out=FakeCudaArray((4, 2), "<f8"), contains="out must be f16 or f32")
     raises(TypeError, ktune.gemm, FakeCudaArray((4, 8), "<f2"), FakeCudaArray((8, 2), "<f2"),
            tf32=True, contains="tf32=True takes float32")
-    raises(ValueError, ktune.gemm, FakeCudaArray((4, 3, 2)), FakeCudaArray((3, 2)),
+    # Batched (3-D) products: tensor-core types only, batch and inner dimensions agreeing.
+    raises(TypeError, ktune.gemm, FakeCudaArray((2, 4, 8)), FakeCudaArray((2, 8, 2)),
+           contains="batched products take bfloat16 or float16")
+    raises(ValueError, ktune.gemm, FakeCudaArray((2, 4, 8), "<f2"), FakeCudaArray((3, 8, 2), "<f2"),
+           contains="batch or inner dimensions differ")
+    raises(ValueError, ktune.gemm, FakeCudaArray((2, 4, 8), "<f2"), FakeCudaArray((8, 2), "<f2"),
+           contains="3 dimensions")
+    raises(ValueError, ktune.gemm, FakeCudaArray((4, 3, 2, 1)), FakeCudaArray((3, 2)),
            contains="2 dimensions")
     # Strides that are neither a matrix's nor its transpose's.
     raises(ValueError, ktune.gemm, FakeCudaArray((4, 3), strides=(24, 8)), FakeCudaArray((3, 2)),

@@ -30,6 +30,11 @@ TEST(CApi, NullArgumentsAreRefusedWithAMessage) {
                           1, nullptr),
             KTUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ktune_last_error()).find("runtime: NULL"), std::string::npos);
+  EXPECT_EQ(ktune_gemm_strided_batched_ex(nullptr, KTUNE_ROW_MAJOR, KTUNE_OP_N, KTUNE_OP_T, 1, 1, 1,
+                                          1.0f, KTUNE_DTYPE_TF32, nullptr, 1, 1, nullptr, 1, 1,
+                                          0.0f, KTUNE_DTYPE_F32, nullptr, 1, 1, 2, nullptr),
+            KTUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ktune_last_error()).find("runtime: NULL"), std::string::npos);
   EXPECT_EQ(ktune_runtime_create(nullptr, nullptr), KTUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ktune_last_error()).find("out: NULL"), std::string::npos);
   EXPECT_EQ(ktune_launch(nullptr, "transpose", nullptr, 0, nullptr, 0, nullptr),
