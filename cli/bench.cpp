@@ -45,6 +45,14 @@
 namespace ktune::cli {
 namespace {
 
+// The bench's gemm_tc problem of a dtype: C of the input type (f32 for tf32), 16-byte alignment.
+Problem gemm_tc_bench_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
+                              std::int64_t n, std::int64_t k, std::int64_t batch) {
+  const bool tf32 = dtype == "tf32";
+  return gemm_tc_problem(dtype, tf32 ? "f32" : dtype, trans_a, trans_b, m, n, k, tf32 ? 4 : 8,
+                         batch);
+}
+
 struct Row {
   std::string family, problem, variant;
   double median_ms = 0, min_ms = 0, max_ms = 0;
@@ -332,14 +340,6 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
     g.anchor = "cuBLAS";
     rows.push_back(g);
   }
-}
-
-// The bench's gemm_tc problem of a dtype: C of the input type (f32 for tf32), 16-byte alignment.
-Problem gemm_tc_bench_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
-                              std::int64_t n, std::int64_t k, std::int64_t batch) {
-  const bool tf32 = dtype == "tf32";
-  return gemm_tc_problem(dtype, tf32 ? "f32" : dtype, trans_a, trans_b, m, n, k, tf32 ? 4 : 8,
-                         batch);
 }
 
 // The tensor-core GEMM (family gemm_tc, op tn, C of the input type; f32 for tf32) against cuBLASLt:
