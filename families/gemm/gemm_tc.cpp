@@ -323,9 +323,9 @@ class GemmTcFamily final : public Family {
     auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
     const std::string& op = p.attr("op");
     return {"ktune::tc::gemm_tc<" + std::to_string(in) + ", " + std::to_string(out) + ", " +
-            std::to_string(mn_x(op)) + ", " + std::to_string(mn_y(op)) + arg("BN") + arg("WM") +
-            arg("CONSUMERS") + arg("STAGES") + arg("GROUP") + arg("CLUSTER") + arg("PINGPONG") +
-            ">"};
+            std::to_string(mn_x(op)) + ", " + std::to_string(mn_y(op)) + ", " +
+            std::to_string(batch_of(p) > 1 ? 1 : 0) + arg("BN") + arg("WM") + arg("CONSUMERS") +
+            arg("STAGES") + arg("GROUP") + arg("CLUSTER") + arg("PINGPONG") + ">"};
   }
 
   // The 128 x 256 tile of two consumer warpgroups sharing it, four stages (the fastest at
@@ -355,18 +355,16 @@ const GemmTcFamily& tc_family() {
   return instance;
 }
 
-// A 3-D tensor map of the `batch` matrices of an operand, `stride` elements apart, each of `rows`
-// rows and `k` columns, 128-byte swizzle, zeros past the edges. K-major (rows of k elements, `ld`
-// apart): boxes of 128 bytes of k by box_rows rows. MN-major (columns of `rows` elements, `ld`
-// apart): boxes of 64 row-elements (128 bytes) by the 64 k of a stage. tf32 operands are copied as
-// fp32 (the wgmma reads their top 19 bits).
+// A tensor map of the `batch` matrices of an operand, `stride` elements apart (3-D; 2-D for one
+// matrix), each of `rows` rows and `k` columns, 128-byte swizzle, zeros past the edges. K-major
+// (rows of k elements, `ld` apart): boxes of 128 bytes of k by box_rows rows. MN-major (columns of
+// `rows` elements, `ld` apart): boxes of 64 row-elements (128 bytes) by the 64 k of a stage. tf32
+// operands are copied as fp32 (the wgmma reads their top 19 bits).
 TmaMap tensor_map(const std::string& dtype, const void* ptr, std::int64_t k, std::int64_t rows,
                   std::int64_t ld, std::int64_t box_rows, bool mn, std::int64_t batch,
                   std::int64_t stride) {
   TmaMap map{};
   const std::int64_t elem = in_bytes(dtype);
-  // One matrix: the stride of a packed batch (any multiple of 16 bytes serves).
-  if (batch == 1) stride = ld * (mn ? k : rows);
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(mn ? rows : k),
                               static_cast<cuuint64_t>(mn ? k : rows),
                               static_cast<cuuint64_t>(batch)};
@@ -380,7 +378,7 @@ TmaMap tensor_map(const std::string& dtype, const void* ptr, std::int64_t k, std
             dtype == "bf16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
             : dtype == "f16" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                              : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-            3, const_cast<void*>(ptr), dims, strides, box, element_strides,
+            batch > 1 ? 3 : 2, const_cast<void*>(ptr), dims, strides, box, element_strides,
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "cuTensorMapEncodeTiled");

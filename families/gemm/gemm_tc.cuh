@@ -97,15 +97,24 @@ __device__ __forceinline__ void mbar_wait(u32 bar, u32 parity) {
       : "memory");
 }
 
-// One box of a 3-D tensor map (coordinates: the inner, contiguous one first; the third is the
-// matrix of the batch) into shared memory; the bytes complete a transaction of `bar`.
+// One box of a tensor map (coordinates: the inner, contiguous one first; the third, of a 3-D map
+// (B3 = 1, a strided batch), is the matrix) into shared memory; the bytes complete a transaction
+// of `bar`. One matrix takes a 2-D map (the loads as before batches existed).
+template <int B3>
 __device__ __forceinline__ void tma_load(u32 dst, const TmaMap* map, int c0, int c1, int c2,
                                          u32 bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
-      "%3, %4}], [%5];" ::"r"(dst),
-      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
+  if (B3)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+        "{%2, %3, %4}], [%5];" ::"r"(dst),
+        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+        "{%2, %3}], [%4];" ::"r"(dst),
+        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
 }
 
 // A shared-memory matrix descriptor for the layout the TMA's 128-byte swizzle writes, 8 rows of
@@ -221,34 +230,42 @@ __device__ __forceinline__ void store16(void* d, int row, int m, long long ldd, 
 
 // A box into shared memory at the same offset in every CTA of `mask` (a thread-block cluster),
 // completing a transaction of the mbarrier at the same offset in each.
+template <int B3>
 __device__ __forceinline__ void tma_load_multicast(u32 dst, const TmaMap* map, int c0, int c1,
                                                    int c2, u32 bar, unsigned short mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
-      "cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
-      "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
-      : "memory");
+  if (B3)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+        "cluster [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
+        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+        "cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+        "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+        : "memory");
 }
 
 // Rows row0 .. row0 + ROWS - 1 of matrix `mat`'s k-tile kt (BK k-elements) of an operand into
 // shared memory at dst (to the CTAs of `mask` when it is not 0): one box of ROWS rows of 128 bytes
 // for a k-major operand; ROWS / 64 boxes of BK k-rows of 64 elements (8192 bytes each) for an
 // MN-major one.
-template <int MN, int ROWS, int BK>
+template <int MN, int ROWS, int BK, int B3>
 __device__ __forceinline__ void load_rows(u32 dst, const TmaMap* map, int kt, int row0, int mat,
                                           u32 bar, unsigned short mask) {
   if (MN) {
 #pragma unroll
     for (int b = 0; b < ROWS / 64; ++b) {
       if (mask)
-        tma_load_multicast(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, mat, bar, mask);
+        tma_load_multicast<B3>(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, mat, bar, mask);
       else
-        tma_load(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, mat, bar);
+        tma_load<B3>(dst + b * BK * 128, map, row0 + 64 * b, kt * BK, mat, bar);
     }
   } else if (mask) {
-    tma_load_multicast(dst, map, kt * BK, row0, mat, bar, mask);
+    tma_load_multicast<B3>(dst, map, kt * BK, row0, mat, bar, mask);
   } else {
-    tma_load(dst, map, kt * BK, row0, mat, bar);
+    tma_load<B3>(dst, map, kt * BK, row0, mat, bar);
   }
 }
 
@@ -285,9 +302,10 @@ __device__ __forceinline__ void cluster_sync() {
 // own (BM = WM), so that one stores its tile while the other multiplies.
 // The grid is the host's choice: one block (cluster) per unit, or fewer that walk the units
 // (persistent: the producer loads the next unit's first stages while the consumers store).
-// MNX, MNY: X, Y MN-major (1) or k-major (0).
-template <int IN, int OUT, int MNX, int MNY, int BN, int WM, int CONSUMERS, int STAGES, int GROUP,
-          int CLUSTER, int PINGPONG>
+// MNX, MNY: X, Y MN-major (1) or k-major (0). BATCHED: a strided batch (3-D tensor maps); else
+// one matrix (2-D maps, p.batch 1).
+template <int IN, int OUT, int MNX, int MNY, int BATCHED, int BN, int WM, int CONSUMERS, int STAGES,
+          int GROUP, int CLUSTER, int PINGPONG>
 __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     gemm_tc(const __grid_constant__ TmaMap map_x, const __grid_constant__ TmaMap map_y,
             const TcArgs p) {
@@ -363,10 +381,10 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
           mbar_wait(empty0 + 8 * s, (round & 1u) ^ 1u);
           mbar_expect_tx(full0 + 8 * s, STAGE_BYTES);
           const u32 sx = base + s * STAGE_BYTES, sy = sx + X_BYTES;
-          load_rows<MNX, BM, BK>(sx, &map_x, kt, tm * BM, mat, full0 + 8 * s, 0);
+          load_rows<MNX, BM, BK, BATCHED>(sx, &map_x, kt, tm * BM, mat, full0 + 8 * s, 0);
           // Clusters: each CTA loads its part of Y (Y_PART rows, Y_PART * 128 bytes either way)
           // for both.
-          load_rows<MNY, Y_PART, BK>(
+          load_rows<MNY, Y_PART, BK, BATCHED>(
               sy + rank * Y_PART * 128, &map_y, kt, tn * BN + rank * Y_PART, mat, full0 + 8 * s,
               CLUSTER == 1 ? 0 : static_cast<unsigned short>((1u << CLUSTER) - 1));
         }

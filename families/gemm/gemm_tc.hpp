@@ -63,7 +63,8 @@ TcTolerance gemm_tc_tolerance(const std::string& dtype, const std::string& out, 
 // The wgmma wrappers the kernels include (gemm_tc_wgmma.cuh), generated for every BN.
 std::string gemm_tc_wgmma_header();
 
-// Runs the compiled candidate on a call with m, n, k > 0 whose problem the family accepts.
+// Runs the compiled candidate on a call with m, n, k > 0 whose problem the family accepts (the
+// kernel compiled for that problem: a strided batch, batch > 1, takes the batched kernels).
 void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& call,
                     CUstream stream);
 
