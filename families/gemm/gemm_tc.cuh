@@ -342,12 +342,15 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   const int rank = CLUSTER == 1 ? 0 : static_cast<int>(blockIdx.x % CLUSTER);
   // Units of every matrix of the batch, one matrix after the other.
   const int units_m = (p.tiles_m + CLUSTER - 1) / CLUSTER, per_matrix = units_m * p.tiles_n;
-  const int units = per_matrix * p.batch;
+  const int units = BATCHED ? per_matrix * p.batch : per_matrix;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
   // Rasterisation: groups of GROUP unit rows, walked column by column.
   auto tile_of = [&](int u, int& tm, int& tn, int& mat) {
-    mat = u / per_matrix;
-    u -= mat * per_matrix;
+    mat = 0;
+    if (BATCHED) {
+      mat = u / per_matrix;
+      u -= mat * per_matrix;
+    }
     const int width = GROUP * p.tiles_n;
     const int first = (u / width) * GROUP;
     const int rows = min(units_m - first, GROUP);
@@ -395,9 +398,9 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     const int c = wg - 1;
     const int warp = t / 32, lane = t % 32;
     // Pair and 16-byte stores where every matrix's rows allow them.
-    const bool vec = (p.ldd % 2 == 0) && (p.batch == 1 || p.stride_d % 2 == 0) &&
+    const bool vec = (p.ldd % 2 == 0) && (!BATCHED || p.stride_d % 2 == 0) &&
                      (reinterpret_cast<unsigned long long>(p.d) % (OUT == 0 ? 8 : 4) == 0);
-    const bool wide = p.beta == 0.0f && p.ldd % 8 == 0 && (p.batch == 1 || p.stride_d % 8 == 0) &&
+    const bool wide = p.beta == 0.0f && p.ldd % 8 == 0 && (!BATCHED || p.stride_d % 8 == 0) &&
                       reinterpret_cast<unsigned long long>(p.d) % 16 == 0;
     // A stage goes back to the producers of every CTA that wrote into it.
     auto release = [&](int s) {
@@ -416,7 +419,8 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       int it = j * ktiles;
       int tm, tn, mat;
       tile_of(u, tm, tn, mat);
-      void* const d = static_cast<char*>(p.d) + mat * p.stride_d * (OUT == 0 ? 4 : 2);
+      void* const d =
+          BATCHED ? static_cast<char*>(p.d) + mat * p.stride_d * (OUT == 0 ? 4 : 2) : p.d;
       float acc[MT][BN / 2];
 #pragma unroll
       for (int i = 0; i < MT; ++i)
