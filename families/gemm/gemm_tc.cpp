@@ -302,7 +302,7 @@ class GemmTcFamily final : public Family {
     if (t.cluster > 1 && mn_y(p.attr("op")) && (t.bn / t.cluster) % 64 != 0)
       return "a cluster's part of an MN-major Y tile is not whole 64-column boxes";
     if (t.group > 1 && t.group >= 2 * units_m) return "GROUP taller than the grid";
-    if (t.persist && units_m * tiles_n <= limits.sm_count / t.cluster)
+    if (t.persist && units_m * tiles_n * batch_of(p) <= limits.sm_count / t.cluster)
       return "no more tiles than blocks at once: nothing to walk";
     if (units_m * t.cluster * tiles_n * batch_of(p) > kMaxDim)
       return "too many tiles for one launch";

@@ -121,6 +121,13 @@ TEST(GemmTc, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
   EXPECT_TRUE(contains(f.reject(c, nn, kH100), "MN-major Y"));
   c["BN"] = 128;
   EXPECT_EQ(f.reject(c, nn, kH100), "");
+  // The persistent grid walks the tiles of every matrix of a batch: 8 tiles of 1024^2, 64 of them.
+  const Problem one = gemm_tc_problem("bf16", "bf16", true, false, 1024, 1024, 1024, 8);
+  const Problem many = gemm_tc_problem("bf16", "bf16", true, false, 1024, 1024, 1024, 8, 64);
+  c = f.default_config(one, kH100);
+  c["PERSIST"] = 1;
+  EXPECT_TRUE(contains(f.reject(c, one, kH100), "nothing to walk"));
+  EXPECT_EQ(f.reject(c, many, kH100), "");
   // Too deep a pipeline for the shared memory, and a GPU without wgmma.
   c = f.default_config(flat, kH100);
   c["BN"] = 256, c["WM"] = 64, c["STAGES"] = 6;
