@@ -419,8 +419,6 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       int it = j * ktiles;
       int tm, tn, mat;
       tile_of(u, tm, tn, mat);
-      void* const d =
-          BATCHED ? static_cast<char*>(p.d) + mat * p.stride_d * (OUT == 0 ? 4 : 2) : p.d;
       float acc[MT][BN / 2];
 #pragma unroll
       for (int i = 0; i < MT; ++i)
@@ -457,6 +455,11 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       release((it - 1) % STAGES);
       if (PINGPONG && first_unit + (j + 1) * unit_step < units) named_arrive(2 - c, 256);
 
+      // This unit's matrix of D, found after the k-loop: a pointer kept through the loop took
+      // registers the accumulators need.
+      void* const d =
+          BATCHED ? static_cast<char*>(p.d) + (u / per_matrix) * p.stride_d * (OUT == 0 ? 4 : 2)
+                  : p.d;
       // Epilogue: the accumulator fragment of thread t in an m64nN MMA holds rows
       // 16 w + l / 4 (+ 8) and column pairs 8 q + 2 (l % 4), w the warp and l the lane within
       // the warpgroup. With beta = 0 and a 16-byte aligned C, the four lanes of a row trade
