@@ -52,7 +52,7 @@ void* symbol(Library lib, const char* name);
   X(kCublasLt, cublasLtMatmulPreferenceDestroy)      \
   X(kCublasLt, cublasLtMatmulPreferenceSetAttribute) \
   X(kCublasLt, cublasLtMatrixLayoutCreate)           \
-  X(kCublasLt, cublasLtMatrixLayoutDestroy)         \
+  X(kCublasLt, cublasLtMatrixLayoutDestroy)          \
   X(kCublasLt, cublasLtMatrixLayoutSetAttribute)
 
 // Which library each listed function is in: KTUNE_CUBLAS_CALL of a function not listed does not
