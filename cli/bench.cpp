@@ -49,8 +49,8 @@ namespace {
 Problem gemm_tc_bench_problem(const std::string& dtype, bool trans_a, bool trans_b, std::int64_t m,
                               std::int64_t n, std::int64_t k, std::int64_t batch) {
   const bool tf32 = dtype == "tf32";
-  return gemm_tc_problem(dtype, tf32 ? "f32" : dtype, trans_a, trans_b, m, n, k, tf32 ? 4 : 8,
-                         batch);
+  return gemm_tc_problem(dtype, tf32 ? "f32" : dtype, trans_a, trans_b, m, n, k,
+                         gemm_tc_kernel_align(dtype), batch);
 }
 
 struct Row {

@@ -263,10 +263,11 @@ struct Runtime::Impl {
     call.c = c;
     call.ldc = ldc;
     const bool tf32 = call.dtype == "tf32";
+    const int align = gemm_tc_kernel_align(call.dtype);
     device->make_current();
     static const Family& family = find_family("gemm_tc");
     if (k == 0 || alpha == 0) {
-      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, tf32 ? 4 : 8, batch);
+      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, align, batch);
       CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
                                                 device->limits().arch());
       r.name_expressions = {gemm_tc_scale_name(out)};
@@ -279,7 +280,6 @@ struct Runtime::Impl {
                       ": tf32 takes both operands k-contiguous (the wgmma reads tf32 k-major "
                       "only): column-major op_a = T and op_b = N, or row-major op_a = N and "
                       "op_b = T (x @ w.T)");
-    const int align = tf32 ? 4 : 8;  // 16 bytes
     const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
     const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |

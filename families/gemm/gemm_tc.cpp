@@ -554,6 +554,8 @@ std::unique_ptr<Workload> GemmTcFamily::make_workload(const Problem& p, const De
 
 const Family& gemm_tc_family() { return tc_family(); }
 
+int gemm_tc_kernel_align(const std::string& dtype) { return static_cast<int>(align_elems(dtype)); }
+
 std::string gemm_tc_wgmma_header() { return wgmma_header(); }
 
 TcTolerance gemm_tc_tolerance(const std::string& dtype, const std::string& out, std::int64_t k) {

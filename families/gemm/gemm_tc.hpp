@@ -42,6 +42,9 @@ Problem gemm_tc_problem(const std::string& dtype, const std::string& out, bool t
                         bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, int align,
                         std::int64_t batch = 1);
 
+// The alignment the kernels read, in elements of `dtype`: 16 bytes (8 of bf16 / fp16, 4 of tf32).
+int gemm_tc_kernel_align(const std::string& dtype);
+
 // Largest of {8, 4, 2, 1} elements, at most 16 bytes, dividing the operand pointers' alignment,
 // their leading dimensions and (batch > 1) their batch strides.
 int gemm_tc_alignment(const TcCall& call);

@@ -67,6 +67,17 @@ double decode(std::uint16_t h, bool bf16) {
   return h & 0x8000 ? -mag : mag;
 }
 
+// The code of the Error a call throws, or nullopt when it is accepted.
+template <typename Call>
+std::optional<ErrorCode> code(Call&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return std::nullopt;
+}
+
 struct Case {
   std::string dtype, out;
   std::int64_t m, n, k;
@@ -335,14 +346,6 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
       EXPECT_EQ(download<std::uint16_t>(dy.get(), static_cast<std::size_t>(m * n)), y16);
     }
     // What is not served yet: C of another 16-bit type.
-    auto code = [&](auto&& call) -> std::optional<ErrorCode> {
-      try {
-        call();
-      } catch (const Error& e) {
-        return e.code();
-      }
-      return std::nullopt;  // accepted
-    };
     const void* px = reinterpret_cast<const void*>(dx.get());
     void* py = reinterpret_cast<void*>(dy.get());
     EXPECT_EQ(code([&] {
@@ -409,14 +412,6 @@ TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
   // put most results about 2^-11 sqrt(k) / 4 (3e-3) from the exact sum, beyond 2^-20 of the
   // magnitude sum (2.4e-4), which full fp32 products (about 2e-5 off) stay within.
   EXPECT_GT(beyond_fp32, m * n / 2);
-  auto code = [&](auto&& call) -> std::optional<ErrorCode> {
-    try {
-      call();
-    } catch (const Error& e) {
-      return e.code();
-    }
-    return std::nullopt;
-  };
   EXPECT_EQ(code([&] {
               rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kTF32, px, k,
                          pw, k, 0.0f, DataType::kBF16, py, n);
