@@ -348,16 +348,16 @@ void bench_gemm(Runtime& runtime, const Device& device, Database& db, KernelCach
 // against the double reference on fresh inputs.
 void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
                    detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
-                   const std::string& dtype, const std::vector<GemmShape>& shapes,
-                   std::int64_t batch, std::vector<Row>& rows, bool& all_verified) {
+                   const Family& family, const std::string& dtype,
+                   const std::vector<GemmShape>& shapes, std::int64_t batch, std::vector<Row>& rows,
+                   bool& all_verified) {
   anchors::CublasLtGemm16 lt;
-  const Family& family = gemm_tc_family();
   std::uint64_t seed = 300;
   double log_sum = 0;
   int count = 0;
   for (const GemmShape& s : shapes) {
-    const Problem problem =
-        gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
+    Problem problem = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
+    problem.family = family.name();
     family.validate(problem);
     auto workload = family.make_workload(problem, device, cache);
     const TcCall call = gemm_tc_workload_call(*workload);
@@ -365,7 +365,7 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
       workload->prepare(++seed, stream.get());
       run(stream.get());
       stream.synchronize();
-      Row r{"gemm_tc", problem.key(), variant};
+      Row r{family.name(), problem.key(), variant};
       const std::string wrong = workload->verify(stream.get());
       r.verified = wrong.empty() ? "yes" : "no";
       if (!wrong.empty()) {
@@ -389,7 +389,7 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
     auto run_lt = [&](int i) {
       return [&, i](CUstream st) { lt.run(i, 1.0f, call.a, call.b, 0.0f, call.c, st); };
     };
-    Row base{"gemm_tc", problem.key(), "cublasLtMatmul"};
+    Row base{family.name(), problem.key(), "cublasLtMatmul"};
     if (algos > 0) {
       TimingOptions quick = timing;
       quick.warmup = 1;
@@ -413,8 +413,8 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
     const Choice choice = runtime.explain(family.name(), problem.key());
     const Config config = parse_config(choice.config);
     auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
-    Row r =
-        measure("ktune gemm_tc", [&](CUstream st) { gemm_tc_launch(*kernel, config, call, st); });
+    Row r = measure(("ktune " + family.name()).c_str(),
+                    [&](CUstream st) { gemm_tc_launch(family, *kernel, config, call, st); });
     r.ratio = base.figure > 0 ? r.figure / base.figure : 0;
     r.step = std::string(to_string(choice.step));
     r.config = choice.config;
@@ -426,7 +426,7 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
       ++count;
     }
   }
-  Row g{"gemm_tc", "dtype=" + dtype + " " + std::to_string(count) + " shapes", "geomean ratio"};
+  Row g{family.name(), "dtype=" + dtype + " " + std::to_string(count) + " shapes", "geomean ratio"};
   g.ratio = count ? std::exp(log_sum / count) : 0;
   g.anchor = "cuBLASLt";
   rows.push_back(g);
@@ -552,7 +552,8 @@ std::string shape_label(const RandomGemmShape& r) {
 
 int cmd_bench(const Common& common, const std::string& family_name, const std::string& n_text,
               const std::string& csv, int repeats, const std::string& dtype,
-              const std::string& shape, const std::string& op, std::int64_t batch) {
+              const std::string& shape, const std::string& op, std::int64_t batch,
+              const std::string& tc_family) {
   // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
   const std::uint64_t n = parse_size(n_text, "--n");
   if (n == 0) throw Error(ErrorCode::kInvalidArgument, "--n: must be at least 1");
@@ -566,6 +567,9 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
                static_cast<std::int64_t>(s[2]), op[0] == 't', op[1] == 't'}};
   }
   const bool tc = dtype == "bf16" || dtype == "f16" || dtype == "tf32";
+  if (!tc_family.empty() && !(family_name == "gemm" && tc))
+    throw Error(ErrorCode::kInvalidArgument,
+                "--tc-family: takes --dtype bf16, f16 or tf32 (the tensor-core GEMM)");
   if (batch != 1 && !(family_name == "gemm" && tc))
     throw Error(ErrorCode::kInvalidArgument,
                 "--batch: strided batches are benchmarked for --dtype bf16, f16 or tf32 only");
@@ -573,7 +577,7 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
     gemm_tc_family().validate(gemm_tc_bench_problem(dtype, shapes[0].trans_a, shapes[0].trans_b,
                                                     shapes[0].m, shapes[0].n, shapes[0].k, batch));
 #ifndef KTUNE_HAVE_ANCHORS
-  (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)shapes;
+  (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)shapes, (void)tc_family;
   Device device(common.device);
   throw Error(ErrorCode::kUnsupported,
               "this ktune was built without the anchors (KTUNE_BUILD_BENCH=OFF)");
@@ -657,7 +661,9 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
     std::vector<GemmShape> tc_shapes;
     if (shape.empty())
       for (const TcShape& s : gemm_tc_suite()) tc_shapes.push_back({s.m, s.n, s.k, true, false});
-    bench_gemm_tc(runtime, device, cache, stream, flusher, timing, dtype,
+    const Family& tc_fam =
+        tc_family.empty() ? gemm_tc_family_for(device.limits()) : find_family(tc_family);
+    bench_gemm_tc(runtime, device, cache, stream, flusher, timing, tc_fam, dtype,
                   shape.empty() ? tc_shapes : shapes, batch, rows, all_verified);
   } else if (family_name == "gemm") {
     bench_gemm(runtime, device, cache_db, cache, stream, flusher, timing, dtype, shapes, rows,

@@ -435,9 +435,10 @@ int main(int argc, char** argv) {
   tune_gemm->get_option("--suite")->excludes("--shape")->excludes("--op");
   tune_gemm->get_option("--grid")->excludes("--shape")->excludes("--op")->excludes("--suite");
   // Families of family files, and the built-in families described by their axes alone
-  // (gemm_tc): one option per problem axis.
+  // (gemm_tc, gemm_tc80): one option per problem axis.
   std::vector<std::pair<CLI::App*, std::string>> tune_user;
-  std::vector<const ktune::Family*> by_axes = {&ktune::find_family("gemm_tc")};
+  std::vector<const ktune::Family*> by_axes = {&ktune::find_family("gemm_tc"),
+                                               &ktune::find_family("gemm_tc80")};
   for (const ktune::Family* family : ktune::user_families()) by_axes.push_back(family);
   for (const ktune::Family* family : by_axes) {
     auto* cmd = add_family(family->name().c_str(),
@@ -552,6 +553,7 @@ int main(int argc, char** argv) {
   int bench_repeats = 30;
   std::string bench_dtype = "all", bench_shape, bench_op = "nn";
   std::int64_t bench_batch = 1;
+  std::string bench_tc_family;
   auto* bench =
       app.add_subcommand("bench",
                          "time the runtime's tuned kernels against the anchors in the same run "
@@ -598,6 +600,13 @@ int main(int argc, char** argv) {
                    "shape, against cuBLASLt's strided batch")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(65535)))
       ->capture_default_str();
+  bench_gemm
+      ->add_option(
+          "--tc-family", bench_tc_family,
+          "with --dtype bf16, f16 or tf32: the tensor-core family to time, gemm_tc (wgmma and TMA, "
+          "sm_90) or gemm_tc80 (mma.sync and cp.async, sm_80 and later: the A100 and L40 fallback, "
+          "which runs on sm_90 too); default: the one the runtime runs on this GPU")
+      ->check(CLI::IsMember({"gemm_tc", "gemm_tc80"}));
   // The any-shape benchmark: its own database, so that neither stage sees the user's results.
   RandomShapesArgs bench_random;
   std::uint64_t bench_seed = 0;
@@ -875,7 +884,7 @@ int main(int argc, char** argv) {
       const bool tc = bench_dtype == "bf16" || bench_dtype == "f16" || bench_dtype == "tf32";
       if (tc && bench_gemm->get_option("--op")->count() == 0) bench_op = "tn";
       code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,
-                       bench_op, bench_batch);
+                       bench_op, bench_batch, bench_tc_family);
     } else if (db_export->parsed()) {
       code = cmd_db_export(common, db_family, db_all, db_best, db_own, db_compact, db_output);
     } else if (db_import->parsed()) {

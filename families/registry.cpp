@@ -23,6 +23,7 @@ const Family& elementwise_family();
 const Family& gemm_family();
 const Family& gemm_skinny_family();
 const Family& gemm_tc_family();
+const Family& gemm_tc80_family();
 const Family& histogram_family();
 
 namespace {
@@ -49,8 +50,8 @@ const Family& add_owned(Registry& r, std::unique_ptr<Family> family) {
                   family->origin() + ": name '" + name + "' is a built-in family's");
   for (const Family* f : r.families)
     if (f->name() == name)
-      throw Error(ErrorCode::kInvalidArgument,
-                  family->origin() + ": family '" + name + "' is already defined by " + f->origin());
+      throw Error(ErrorCode::kInvalidArgument, family->origin() + ": family '" + name +
+                                                   "' is already defined by " + f->origin());
   r.owned.push_back(std::move(family));
   r.families.push_back(r.owned.back().get());
   return *r.families.back();
@@ -94,8 +95,8 @@ void load_environment(Registry& r) {
 }  // namespace
 
 std::vector<const Family*> builtin_families() {
-  return {&elementwise_family(), &gemm_family(), &gemm_skinny_family(), &gemm_tc_family(),
-          &histogram_family()};
+  return {&elementwise_family(), &gemm_family(),      &gemm_skinny_family(),
+          &gemm_tc_family(),     &gemm_tc80_family(), &histogram_family()};
 }
 
 std::vector<const Family*> all_families() {
@@ -116,7 +117,6 @@ const Family& find_family(const std::string& name) {
               "unknown family '" + name + "' (known: " + known +
                   "; a family of your own is named by --family-file or $KTUNE_FAMILY_PATH)");
 }
-
 
 const std::vector<const Family*>& user_families() {
   Registry& r = registry();

@@ -238,10 +238,14 @@ struct Runtime::Impl {
                                                    (row_major ? "m" : "n") + " = " +
                                                    std::to_string(ldc * (row_major ? m : n)) +
                                                    "): the products would overwrite each other");
-    if (device->limits().cc_major != 9)
-      throw Error(ErrorCode::kUnsupported,
-                  what + ": runs on sm_90 GPUs (wgmma, TMA) only so far; this one is " +
-                      device->limits().arch());
+    // gemm_tc (wgmma, TMA) on sm_90, gemm_tc80 (mma.sync, cp.async) on sm_80 and later others.
+    const Family* family_ptr = nullptr;
+    try {
+      family_ptr = &gemm_tc_family_for(device->limits());
+    } catch (const Error& e) {
+      throw Error(e.code(), what + ": " + e.what());
+    }
+    const Family& family = *family_ptr;
     if (m == 0 || n == 0 || batch == 0) return;
     TcCall call;
     call.dtype = dtype, call.out = out;
@@ -265,9 +269,9 @@ struct Runtime::Impl {
     const bool tf32 = call.dtype == "tf32";
     const int align = gemm_tc_kernel_align(call.dtype);
     device->make_current();
-    static const Family& family = find_family("gemm_tc");
     if (k == 0 || alpha == 0) {
-      const Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, align, batch);
+      Problem p = gemm_tc_problem(dtype, out, true, false, 1, 1, 1, align, batch);
+      p.family = family.name();
       CompileRequest r = family.compile_request(family.default_config(p, device->limits()), p,
                                                 device->limits().arch());
       r.name_expressions = {gemm_tc_scale_name(out)};
@@ -277,7 +281,7 @@ struct Runtime::Impl {
     if (tf32 && (!call.trans_a || call.trans_b))
       throw Error(ErrorCode::kUnsupported,
                   what +
-                      ": tf32 takes both operands k-contiguous (the wgmma reads tf32 k-major "
+                      ": tf32 takes both operands k-contiguous (the kernels read tf32 k-major "
                       "only): column-major op_a = T and op_b = N, or row-major op_a = N and "
                       "op_b = T (x @ w.T)");
     const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
@@ -286,8 +290,10 @@ struct Runtime::Impl {
                           unsigned(call.trans_b) << 8 | unsigned(align),
                       call.m, call.n, call.k, call.batch};
     const Entry& e = resolve(key, family, [&] {
-      return gemm_tc_problem(dtype, out, call.trans_a, call.trans_b, call.m, call.n, call.k, align,
-                             call.batch);
+      Problem p = gemm_tc_problem(dtype, out, call.trans_a, call.trans_b, call.m, call.n, call.k,
+                                  align, call.batch);
+      p.family = family.name();
+      return p;
     });
     // An operand the TMA cannot read (its pointer, leading dimension or batch stride not a
     // multiple of 16 bytes) is copied first into aligned scratch, its leading dimension rounded up
@@ -333,7 +339,7 @@ struct Runtime::Impl {
              call.trans_a ? call.m : call.k);
       repack(call.b, call.ldb, call.stride_b, call.trans_b ? call.n : call.k,
              call.trans_b ? call.k : call.n);
-      gemm_tc_launch(*e.kernel, e.choice.config, call, stream);
+      gemm_tc_launch(family, *e.kernel, e.choice.config, call, stream);
     } catch (...) {
       release();
       throw;

@@ -58,30 +58,34 @@ for step in "${steps[@]}"; do
       done
       ;;
     tune-tc)
-      # The tensor-core GEMM (family gemm_tc, op tn): short tunes of TC_SHAPES (MxNxK), verified.
+      # The tensor-core GEMM (family TC_FAMILY: gemm_tc, or gemm_tc80, the mma.sync fallback; op
+      # tn): short tunes of TC_SHAPES (MxNxK), verified.
+      tcf=${TC_FAMILY:-gemm_tc}
       for shape in ${TC_SHAPES:-4096x4096x4096 1000x3000x520}; do
         IFS=x read -r m n k <<<"$shape"
         for d in ${TC_DTYPES:-bf16}; do
           # C of the input type (f32 for tf32) unless TC_OUT says.
-          run_step "tune-tc-$d-$shape" "$KTUNE" tune gemm_tc --m "$m" --n "$n" --k "$k" --dtype "$d" \
+          run_step "tune-tc-$d-$shape" "$KTUNE" tune "$tcf" --m "$m" --n "$n" --k "$k" --dtype "$d" \
             ${TC_OUT:+--out "$TC_OUT"} --max-evals "${TC_EVALS:-40}" --strategy "${TC_STRATEGY:-auto}" \
             --timeout-floor 2
         done
       done
-      "$KTUNE" query --family gemm_tc > "$LOGS/tc-query.txt" 2>&1
-      "$KTUNE" query --family gemm_tc --all --json > "$OUT/tc_all.json" 2>/dev/null
+      "$KTUNE" query --family "$tcf" > "$LOGS/tc-query.txt" 2>&1
+      "$KTUNE" query --family "$tcf" --all --json > "$OUT/tc_all_$tcf.json" 2>/dev/null
       cat "$LOGS/tc-query.txt"
       ;;
     bench-tc)
-      # ktune's gemm_tc (the runtime's choice) against cuBLASLt, verified: TC_SHAPES, else the suite.
+      # ktune's tensor-core GEMM (the runtime's choice; TC_FAMILY=gemm_tc80 times the fallback)
+      # against cuBLASLt, verified: TC_BENCH_SHAPES, else the suite.
       for d in ${TC_DTYPES:-bf16}; do
         if [ -n "${TC_BENCH_SHAPES:-}" ]; then
           for shape in $TC_BENCH_SHAPES; do
             run_step "bench-tc-$d-$shape" "$KTUNE" bench gemm --dtype "$d" --shape "$shape" \
-              --csv "$OUT/bench_tc_${d}_$shape.csv"
+              ${TC_FAMILY:+--tc-family "$TC_FAMILY"} --csv "$OUT/bench_tc_${d}_$shape.csv"
           done
         else
-          run_step "bench-tc-$d" "$KTUNE" bench gemm --dtype "$d" --csv "$OUT/bench_gemm_${d}.csv"
+          run_step "bench-tc-$d" "$KTUNE" bench gemm --dtype "$d" ${TC_FAMILY:+--tc-family "$TC_FAMILY"} \
+            --csv "$OUT/bench_gemm_${d}${TC_FAMILY:+_$TC_FAMILY}.csv"
         fi
       done
       ;;

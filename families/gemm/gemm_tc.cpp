@@ -142,55 +142,19 @@ std::string wgmma_header() {
   return s;
 }
 
-class GemmTcFamily final : public Family {
+// What gemm_tc (wgmma, sm_90a) and gemm_tc80 (mma.sync, sm_80 on) share: the problem (axes,
+// validation), the verified workload and its helpers (gemm_tc.cuh, which gemm_tc80.cuh includes).
+class TcFamilyBase : public Family {
  public:
-  GemmTcFamily() {
-    params_ = {
-        {"BN", {64, 128, 192, 256}, "columns of the output tile per block (the wgmma's N)"},
-        {"WM", {64, 128}, "rows of the output tile per consumer warpgroup (one or two m64 MMAs)"},
-        {"CONSUMERS",
-         {1, 2},
-         "consumer warpgroups per block (the tile has WM x CONSUMERS rows, or WM each with "
-         "PINGPONG)"},
-        {"STAGES", {2, 3, 4, 5, 6}, "shared-memory buffers of the TMA -> wgmma pipeline"},
-        {"GROUP", {1, 8, 16}, "tile rows per rasterisation group (L2 reuse between blocks)"},
-        {"CLUSTER",
-         {1, 2},
-         "blocks per thread-block cluster: 2 share the Y tile, each loading half for both (TMA "
-         "multicast)"},
-        {"PINGPONG",
-         {0, 1},
-         "1: the two consumer warpgroups take turns, each with a tile of WM rows of its own (one "
-         "stores while the other multiplies); 0: they share a tile of 2 WM rows"},
-        {"PERSIST",
-         {0, 1},
-         "1: as many blocks as fit on the GPU at once walk the tiles (the next tile's loads "
-         "overlap this one's stores); 0: one block per tile"},
-    };
-  }
-  std::string name() const override { return "gemm_tc"; }
-  std::string description() const override {
-    return "tensor-core GEMM, bf16/fp16/tf32 in, fp32 accumulation (wgmma + TMA, sm_90)";
-  }
-  std::string source_file() const override { return "gemm_tc.cuh"; }
-  const std::vector<Param>& params() const override { return params_; }
+  // Runs the compiled candidate on a call (m, n, k > 0) whose problem the family accepts.
+  virtual void launch(const Kernel& kernel, const Config& config, const TcCall& call,
+                      CUstream stream) const = 0;
+
   std::string metric_unit() const override { return "TFLOPS"; }
   std::optional<double> work_of(const Problem& p, const DeviceLimits&) const override {
     validate(p);
     return 2.0 * static_cast<double>(p.size("m")) * static_cast<double>(p.size("n")) *
            static_cast<double>(p.size("k")) * static_cast<double>(batch_of(p));
-  }
-
-  SourceSet sources() const override {
-    SourceSet s;
-    s.name = source_file();
-    s.text = template_source(s.name);
-    s.headers.emplace_back("gemm_tc_wgmma.cuh", wgmma_header());
-    return s;
-  }
-  // wgmma and setmaxnreg exist only in the architecture-specific sm_90a target.
-  std::string compile_arch(const std::string& arch) const override {
-    return arch == "sm_90" ? "sm_90a" : arch;
   }
 
   // The axes as `ktune tune gemm_tc --m 4096 ...` and `ktune params gemm_tc` show them.
@@ -222,12 +186,113 @@ class GemmTcFamily final : public Family {
   }
 
   std::vector<Problem> check_problems() const override {
-    return {gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8),
-            gemm_tc_problem("f16", "f32", true, false, 1000, 3000, 520, 8),
-            gemm_tc_problem("tf32", "f32", true, false, 2000, 1000, 300, 4),
-            gemm_tc_problem("bf16", "bf16", false, true, 3000, 1000, 300, 8)};
+    std::vector<Problem> out = {gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8),
+                                gemm_tc_problem("f16", "f32", true, false, 1000, 3000, 520, 8),
+                                gemm_tc_problem("tf32", "f32", true, false, 2000, 1000, 300, 4),
+                                gemm_tc_problem("bf16", "bf16", false, true, 3000, 1000, 300, 8)};
+    for (Problem& p : out) p.family = name();
+    return out;
   }
   std::vector<Problem> default_problems() const override { return {check_problems().front()}; }
+
+  void validate(const Problem& p) const override {
+    const std::string& dtype = p.attr("dtype");
+    if (dtype != "bf16" && dtype != "f16" && dtype != "tf32")
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": dtype must be bf16, f16 or tf32, got '" + dtype + "'");
+    const std::string& out = p.attr("out");
+    if (dtype == "tf32" && out != "f32")
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": out must be f32 for tf32 inputs, got '" + out + "'");
+    if (out != "f32" && out != dtype)
+      throw Error(ErrorCode::kInvalidArgument, name() + ": out must be f32 or the input dtype (" +
+                                                   dtype + "), got '" + out + "'");
+    const std::string& op = p.attr("op");
+    if (op != "tn" && op != "nn" && op != "nt" && op != "tt")
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": op must be nn, nt, tn or tt, got '" + op + "'");
+    if (dtype == "tf32" && op != "tn")
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() +
+                      ": op must be tn for tf32 (A transposed, B not: the kernels read tf32 "
+                      "operands k-contiguous only), got '" +
+                      op + "'");
+    for (const char* d : {"m", "n", "k"}) {
+      const std::int64_t v = p.size(d);
+      if (v < 1 || v > kMaxDim)
+        throw Error(
+            ErrorCode::kInvalidArgument,
+            std::string(name() + ": ") + d + " must be in [1, 2^31-1], got " + std::to_string(v));
+    }
+    if (p.size("align") != align_elems(dtype))
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": align must be " + std::to_string(align_elems(dtype)) +
+                      " elements of " + dtype +
+                      " (the kernels read 16-byte aligned operands and leading dimensions), got " +
+                      std::to_string(p.size("align")));
+    const std::int64_t batch = batch_of(p);
+    if (batch < 1 || batch > kMaxDim)
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": batch must be in [1, 2^31-1], got " + std::to_string(batch));
+    if (p.attrs.size() != 3 || p.sizes.size() != (p.sizes.count("batch") ? 5u : 4u))
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": a problem has exactly dtype, out, op, m, n, k, batch and align");
+  }
+
+  std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
+                              const FunctionResources& res) const override {
+    return local_memory_reason(res);
+  }
+
+  std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
+                                          KernelCache& cache) const override;
+};
+
+void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call, CUstream stream);
+
+class GemmTcFamily final : public TcFamilyBase {
+ public:
+  GemmTcFamily() {
+    params_ = {
+        {"BN", {64, 128, 192, 256}, "columns of the output tile per block (the wgmma's N)"},
+        {"WM", {64, 128}, "rows of the output tile per consumer warpgroup (one or two m64 MMAs)"},
+        {"CONSUMERS",
+         {1, 2},
+         "consumer warpgroups per block (the tile has WM x CONSUMERS rows, or WM each with "
+         "PINGPONG)"},
+        {"STAGES", {2, 3, 4, 5, 6}, "shared-memory buffers of the TMA -> wgmma pipeline"},
+        {"GROUP", {1, 8, 16}, "tile rows per rasterisation group (L2 reuse between blocks)"},
+        {"CLUSTER",
+         {1, 2},
+         "blocks per thread-block cluster: 2 share the Y tile, each loading half for both (TMA "
+         "multicast)"},
+        {"PINGPONG",
+         {0, 1},
+         "1: the two consumer warpgroups take turns, each with a tile of WM rows of its own (one "
+         "stores while the other multiplies); 0: they share a tile of 2 WM rows"},
+        {"PERSIST",
+         {0, 1},
+         "1: as many blocks as fit on the GPU at once walk the tiles (the next tile's loads "
+         "overlap this one's stores); 0: one block per tile"},
+    };
+  }
+  std::string name() const override { return "gemm_tc"; }
+  std::string description() const override {
+    return "tensor-core GEMM, bf16/fp16/tf32 in, fp32 accumulation (wgmma + TMA, sm_90)";
+  }
+  std::string source_file() const override { return "gemm_tc.cuh"; }
+  const std::vector<Param>& params() const override { return params_; }
+  SourceSet sources() const override {
+    SourceSet s;
+    s.name = source_file();
+    s.text = template_source(s.name);
+    s.headers.emplace_back("gemm_tc_wgmma.cuh", wgmma_header());
+    return s;
+  }
+  // wgmma and setmaxnreg exist only in the architecture-specific sm_90a target.
+  std::string compile_arch(const std::string& arch) const override {
+    return arch == "sm_90" ? "sm_90a" : arch;
+  }
 
   // Every tile shape and schedule at one depth and group without clusters; each depth, group
   // and cluster on one tile; clusters of consumers taking turns on one tile (PERSIST does not
@@ -243,49 +308,6 @@ class GemmTcFamily final : public Family {
       if ((shapes || rest || turns) && c.at("PERSIST") == 0) out.push_back(c);
     }
     return out;
-  }
-
-  void validate(const Problem& p) const override {
-    const std::string& dtype = p.attr("dtype");
-    if (dtype != "bf16" && dtype != "f16" && dtype != "tf32")
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: dtype must be bf16, f16 or tf32, got '" + dtype + "'");
-    const std::string& out = p.attr("out");
-    if (dtype == "tf32" && out != "f32")
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: out must be f32 for tf32 inputs, got '" + out + "'");
-    if (out != "f32" && out != dtype)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: out must be f32 or the input dtype (" + dtype + "), got '" + out + "'");
-    const std::string& op = p.attr("op");
-    if (op != "tn" && op != "nn" && op != "nt" && op != "tt")
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: op must be nn, nt, tn or tt, got '" + op + "'");
-    if (dtype == "tf32" && op != "tn")
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: op must be tn for tf32 (A transposed, B not: the wgmma reads tf32 "
-                  "operands k-contiguous only), got '" +
-                      op + "'");
-    for (const char* d : {"m", "n", "k"}) {
-      const std::int64_t v = p.size(d);
-      if (v < 1 || v > kMaxDim)
-        throw Error(
-            ErrorCode::kInvalidArgument,
-            std::string("gemm_tc: ") + d + " must be in [1, 2^31-1], got " + std::to_string(v));
-    }
-    if (p.size("align") != align_elems(dtype))
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: align must be " + std::to_string(align_elems(dtype)) + " elements of " +
-                      dtype +
-                      " (the TMA reads 16-byte aligned operands and leading dimensions), got " +
-                      std::to_string(p.size("align")));
-    const std::int64_t batch = batch_of(p);
-    if (batch < 1 || batch > kMaxDim)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: batch must be in [1, 2^31-1], got " + std::to_string(batch));
-    if (p.attrs.size() != 3 || p.sizes.size() != (p.sizes.count("batch") ? 5u : 4u))
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm_tc: a problem has exactly dtype, out, op, m, n, k, batch and align");
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
@@ -307,11 +329,6 @@ class GemmTcFamily final : public Family {
     if (units_m * t.cluster * tiles_n * batch_of(p) > kMaxDim)
       return "too many tiles for one launch";
     return {};
-  }
-
-  std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
-                              const FunctionResources& res) const override {
-    return local_memory_reason(res);
   }
 
   int block_threads(const Config& c, const Problem&) const override {
@@ -343,8 +360,10 @@ class GemmTcFamily final : public Family {
             {"PERSIST", 0}};
   }
 
-  std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
-                                          KernelCache& cache) const override;
+  void launch(const Kernel& kernel, const Config& config, const TcCall& call,
+              CUstream stream) const override {
+    wgmma_launch(kernel, config, call, stream);
+  }
 
  private:
   std::vector<Param> params_;
@@ -352,6 +371,140 @@ class GemmTcFamily final : public Family {
 
 const GemmTcFamily& tc_family() {
   static const GemmTcFamily instance;
+  return instance;
+}
+
+// Same layout as ktune::tc80::Tc80Args in gemm_tc80.cuh.
+struct Tc80Args {
+  const void* x;
+  long long ldx, sx;
+  const void* y;
+  long long ldy, sy;
+  void* d;
+  long long ldd, sd;
+  int m, n, k;
+  int tiles_m, tiles_n;
+  float alpha, beta;
+  int batch;
+};
+
+struct MmaTile {
+  std::int64_t bm, bn, warps_m, warps_n, stages, group;
+  std::int64_t threads() const { return warps_m * warps_n * 32; }
+  std::int64_t smem() const { return stages * (bm + bn) * kRowBytes; }
+  // m16n8 accumulator tiles of a warp, four registers each.
+  std::int64_t accumulators() const { return (bm / warps_m / 16) * (bn / warps_n / 8) * 4; }
+};
+MmaTile mma_tile_of(const Config& c) {
+  return {get(c, "BM"),      get(c, "BN"),     get(c, "WARPS_M"),
+          get(c, "WARPS_N"), get(c, "STAGES"), get(c, "GROUP")};
+}
+
+void mma_launch(const Kernel& kernel, const Config& config, const TcCall& call, CUstream stream);
+
+// The fallback for GPUs without wgmma and the TMA (sm_80, sm_86, sm_89; it runs on sm_90 too):
+// warp-level mma.sync, cp.async pipeline (gemm_tc80.cuh). Same problems as gemm_tc.
+class GemmTc80Family final : public TcFamilyBase {
+ public:
+  GemmTc80Family() {
+    params_ = {
+        {"BM", {64, 128, 256}, "rows of the output tile per block"},
+        {"BN", {64, 128, 256}, "columns of the output tile per block"},
+        {"WARPS_M", {1, 2, 4}, "warps along the tile's rows (each takes BM / WARPS_M rows)"},
+        {"WARPS_N", {1, 2, 4}, "warps along the tile's columns (each takes BN / WARPS_N)"},
+        {"STAGES", {2, 3, 4, 5}, "shared-memory buffers of the cp.async -> mma.sync pipeline"},
+        {"GROUP", {1, 8}, "tile rows per rasterisation group (L2 reuse between blocks)"},
+    };
+  }
+  std::string name() const override { return "gemm_tc80"; }
+  std::string description() const override {
+    return "tensor-core GEMM for sm_80 and later without wgmma (A100, L40), bf16/fp16/tf32 in, "
+           "fp32 accumulation (mma.sync + cp.async)";
+  }
+  std::string source_file() const override { return "gemm_tc80.cuh"; }
+  const std::vector<Param>& params() const override { return params_; }
+  SourceSet sources() const override {
+    SourceSet s;
+    s.name = source_file();
+    s.text = template_source(s.name);
+    s.headers.emplace_back("gemm_tc.cuh", template_source("gemm_tc.cuh"));
+    s.headers.emplace_back("gemm_tc_wgmma.cuh", wgmma_header());
+    return s;
+  }
+
+  // Every tile shape with warps of 64 x 64 (or what the tile allows), three stages, groups of 8;
+  // every warp layout of the 128 x 128 tile; each depth and GROUP 1 on that tile.
+  std::vector<Config> check_configs(const std::vector<Config>& space) const override {
+    std::vector<Config> out;
+    for (const auto& c : space) {
+      const bool usual = c.at("STAGES") == 3 && c.at("GROUP") == 8;
+      const bool square = c.at("BM") == 128 && c.at("BN") == 128;
+      const bool shapes = usual && c.at("WARPS_M") == std::min<std::int64_t>(4, c.at("BM") / 64) &&
+                          c.at("WARPS_N") == std::min<std::int64_t>(4, c.at("BN") / 64);
+      const bool layouts = usual && square;
+      const bool rest =
+          square && c.at("WARPS_M") == 2 && c.at("WARPS_N") == 2 && (c.at("GROUP") == 8) != usual;
+      const bool depths = square && c.at("WARPS_M") == 2 && c.at("WARPS_N") == 2 &&
+                          c.at("GROUP") == 8 && c.at("STAGES") != 3;
+      if (shapes || layouts || rest || depths) out.push_back(c);
+    }
+    return out;
+  }
+
+  std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
+    if (limits.cc_major < 8) return "needs sm_80 or later (mma.sync of bf16 and tf32, cp.async)";
+    const MmaTile t = mma_tile_of(c);
+    if (t.bm / t.warps_m < 16 || t.bn / t.warps_n < 16) return "a warp's part under 16 x 16";
+    if (t.accumulators() > 128) return "more accumulators than the registers hold";
+    // A thread's registers: 255, or fewer where the block's threads share the SM's 64 Ki; the
+    // fragments and addresses take about 64 besides the accumulators.
+    if (t.accumulators() + 64 > std::min<std::int64_t>(255, 65536 / t.threads()))
+      return "more accumulators than the registers of a block this large hold";
+    // Each copy's address and predicate take registers while the accumulators are live.
+    if ((t.bm + t.bn) * 8 / t.threads() > 24)
+      return "more than 24 16-byte copies per thread per stage (registers)";
+    if (t.smem() > limits.smem_per_block_optin) return "more shared memory than a block may have";
+    if (t.threads() > limits.max_threads_per_block) return "more threads than a block may have";
+    const View v = view_of(p.size("m"), p.size("n"), p.size("k"));
+    const std::int64_t tiles_m = (v.m + t.bm - 1) / t.bm, tiles_n = (v.n + t.bn - 1) / t.bn;
+    if (t.group > 1 && t.group >= 2 * tiles_m) return "GROUP taller than the grid";
+    if (tiles_m * tiles_n * batch_of(p) > kMaxDim) return "too many tiles for one launch";
+    return {};
+  }
+
+  int block_threads(const Config& c, const Problem&) const override {
+    return static_cast<int>(mma_tile_of(c).threads());
+  }
+
+  std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
+    const int in = in_code(p.attr("dtype")), out = out_code(p.attr("out"));
+    auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
+    const std::string& op = p.attr("op");
+    return {"ktune::tc80::gemm_tc80<" + std::to_string(in) + ", " + std::to_string(out) + ", " +
+            std::to_string(mn_x(op)) + ", " + std::to_string(mn_y(op)) + ", " +
+            std::to_string(batch_of(p) > 1 ? 1 : 0) + arg("BM") + arg("BN") + arg("WARPS_M") +
+            arg("WARPS_N") + arg("STAGES") + arg("GROUP") + ">"};
+  }
+
+  // 128 x 128 tiles of four warps of 64 x 64, three stages (96 KiB: within sm_89's 99); groups
+  // of 8 tile rows where the grid has more than 4.
+  Config default_config(const Problem& p, const DeviceLimits&) const override {
+    const std::int64_t tiles_m = (view_of(p.size("m"), p.size("n"), p.size("k")).m + 127) / 128;
+    return {{"BM", 128},    {"BN", 128},   {"WARPS_M", 2},
+            {"WARPS_N", 2}, {"STAGES", 3}, {"GROUP", tiles_m > 4 ? 8 : 1}};
+  }
+
+  void launch(const Kernel& kernel, const Config& config, const TcCall& call,
+              CUstream stream) const override {
+    mma_launch(kernel, config, call, stream);
+  }
+
+ private:
+  std::vector<Param> params_;
+};
+
+const GemmTc80Family& tc80_family() {
+  static const GemmTc80Family instance;
   return instance;
 }
 
@@ -436,7 +589,8 @@ std::int64_t resident_units(const Kernel& kernel, const Tile& t) {
 
 class TcWorkload final : public Workload {
  public:
-  TcWorkload(const Problem& p, const Device& device, KernelCache& cache) : device_(device) {
+  TcWorkload(const TcFamilyBase& family, const Problem& p, const Device& device, KernelCache& cache)
+      : family_(family), device_(device) {
     call_.dtype = p.attr("dtype");
     call_.out = p.attr("out");
     call_.trans_a = p.attr("op")[0] == 't';
@@ -475,7 +629,7 @@ class TcWorkload final : public Workload {
     call_.a = reinterpret_cast<const void*>(a_.get());
     call_.b = reinterpret_cast<const void*>(b_.get());
     call_.c = reinterpret_cast<void*>(c_.get());
-    const Family& family = tc_family();
+    // The helpers are in gemm_tc.cuh, which both families' sources hold.
     CompileRequest r = family.compile_request(family.default_config(p, device.limits()), p,
                                               device.limits().arch());
     const std::string in = std::to_string(in_code(call_.dtype));
@@ -500,7 +654,7 @@ class TcWorkload final : public Workload {
   }
 
   void run(const Kernel& kernel, const Config& config, CUstream stream) override {
-    gemm_tc_launch(kernel, config, call_, stream);
+    family_.launch(kernel, config, call_, stream);
   }
 
   std::string verify(CUstream stream) override {
@@ -538,21 +692,43 @@ class TcWorkload final : public Workload {
   const TcCall& call() const { return call_; }
 
  private:
+  const TcFamilyBase& family_;
   const Device& device_;
   TcCall call_;
   detail::DeviceBuffer a_, b_, c_, ref_, absref_, result_;
   std::shared_ptr<const Kernel> helpers_;
 };
 
-std::unique_ptr<Workload> GemmTcFamily::make_workload(const Problem& p, const Device& device,
+std::unique_ptr<Workload> TcFamilyBase::make_workload(const Problem& p, const Device& device,
                                                       KernelCache& cache) const {
   validate(p);
-  return std::make_unique<TcWorkload>(p, device, cache);
+  return std::make_unique<TcWorkload>(*this, p, device, cache);
 }
 
 }  // namespace
 
 const Family& gemm_tc_family() { return tc_family(); }
+
+const Family& gemm_tc80_family() { return tc80_family(); }
+
+const Family& gemm_tc_family_for(const DeviceLimits& limits) {
+  if (limits.cc_major == 9) return tc_family();
+  if (limits.cc_major < 8)
+    throw Error(ErrorCode::kUnsupported,
+                "the tensor-core GEMM needs sm_80 or later (mma.sync of bf16 and tf32, cp.async); "
+                "this GPU is " +
+                    limits.arch());
+  return tc80_family();
+}
+
+void gemm_tc_launch(const Family& family, const Kernel& kernel, const Config& config,
+                    const TcCall& call, CUstream stream) {
+  const auto* tc = dynamic_cast<const TcFamilyBase*>(&family);
+  if (!tc)
+    throw Error(ErrorCode::kInternal,
+                "gemm_tc_launch: " + family.name() + " is not a tensor-core GEMM family");
+  tc->launch(kernel, config, call, stream);
+}
 
 int gemm_tc_kernel_align(const std::string& dtype) { return static_cast<int>(align_elems(dtype)); }
 
@@ -592,8 +768,9 @@ int gemm_tc_alignment(const TcCall& call) {
   return 1;
 }
 
-void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& call,
-                    CUstream stream) {
+namespace {
+
+void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call, CUstream stream) {
   const Tile t = tile_of(config);
   const View v = view_of(call.m, call.n, call.k);
   const TmaMap map_x = tensor_map(call.dtype, call.b, v.k, v.m, call.ldb, t.bm, call.trans_b,
@@ -625,6 +802,34 @@ void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& ca
   else
     kernel.launch(0, grid, 1, 1, threads, 1, 1, smem, stream, params);
 }
+
+void mma_launch(const Kernel& kernel, const Config& config, const TcCall& call, CUstream stream) {
+  const MmaTile t = mma_tile_of(config);
+  const View v = view_of(call.m, call.n, call.k);
+  Tc80Args args{call.b,
+                static_cast<long long>(call.ldb),
+                static_cast<long long>(call.stride_b),
+                call.a,
+                static_cast<long long>(call.lda),
+                static_cast<long long>(call.stride_a),
+                call.c,
+                static_cast<long long>(call.ldc),
+                static_cast<long long>(call.stride_c),
+                static_cast<int>(v.m),
+                static_cast<int>(v.n),
+                static_cast<int>(v.k),
+                static_cast<int>((v.m + t.bm - 1) / t.bm),
+                static_cast<int>((v.n + t.bn - 1) / t.bn),
+                call.alpha,
+                call.beta,
+                static_cast<int>(call.batch)};
+  void* params[] = {&args};
+  const std::int64_t blocks = static_cast<std::int64_t>(args.tiles_m) * args.tiles_n * call.batch;
+  kernel.launch(0, static_cast<unsigned>(blocks), 1, 1, static_cast<unsigned>(t.threads()), 1, 1,
+                static_cast<unsigned>(t.smem()), stream, params);
+}
+
+}  // namespace
 
 std::string gemm_tc_scale_name(const std::string& out) {
   return "ktune::tc::tc_scale<" + std::to_string(out_code(out)) + ">";

@@ -66,12 +66,20 @@ TcTolerance gemm_tc_tolerance(const std::string& dtype, const std::string& out, 
 // The wgmma wrappers the kernels include (gemm_tc_wgmma.cuh), generated for every BN.
 std::string gemm_tc_wgmma_header();
 
-// Runs the compiled candidate on a call with m, n, k > 0 whose problem the family accepts (the
-// kernel compiled for that problem: a strided batch, batch > 1, takes the batched kernels).
-void gemm_tc_launch(const Kernel& kernel, const Config& config, const TcCall& call,
-                    CUstream stream);
+// Runs the candidate compiled by `family` (gemm_tc or gemm_tc80) on a call with m, n, k > 0
+// whose problem the family accepts (the kernel compiled for that problem: a strided batch,
+// batch > 1, takes the batched kernels). Throws Error(kInternal) for another family.
+void gemm_tc_launch(const Family& family, const Kernel& kernel, const Config& config,
+                    const TcCall& call, CUstream stream);
 
+// gemm_tc: wgmma and the TMA, sm_90 only. gemm_tc80: mma.sync and cp.async, sm_80 and later (the
+// fallback for A100- and L40-class GPUs). Both take the same problems (gemm_tc_problem, with the
+// family's name set) and calls.
 const Family& gemm_tc_family();
+const Family& gemm_tc80_family();
+// The one a GPU runs: gemm_tc on sm_90, gemm_tc80 on sm_80, sm_86, sm_89 and later ones; throws
+// Error(kUnsupported) below sm_80.
+const Family& gemm_tc_family_for(const DeviceLimits& limits);
 
 // C = beta * C (k == 0 or alpha == 0 in BLAS) for C of type `out`, with `kernel` compiled from
 // gemm_tc_scale_name(out) in the family's source.

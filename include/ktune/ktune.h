@@ -100,7 +100,7 @@ KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a,
                                         int64_t ldc, ktune_stream stream);
 
 /* A and B of ab_type (KTUNE_DTYPE_BF16, _F16, or _TF32: float arrays) on the tensor cores, C of
- * c_type (KTUNE_DTYPE_F32, or ab_type for the 16-bit types), as Runtime::gemm_ex: so far sm_90,
+ * c_type (KTUNE_DTYPE_F32, or ab_type for the 16-bit types), as Runtime::gemm_ex: sm_80 or later,
  * and for TF32 both operands k-contiguous (else KTUNE_UNSUPPORTED with the reason); operands not
  * aligned to 16 bytes are copied into aligned scratch first. */
 KTUNE_C_EXPORT ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b,

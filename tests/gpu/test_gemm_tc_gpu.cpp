@@ -86,15 +86,16 @@ struct Case {
   std::string op = "tn";  // nn, nt, tt: MN-major operands in the kernel
 };
 
-void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint64_t seed) {
-  const Family& f = gemm_tc_family();
+void run_case(const Family& f, const Device& device, KernelCache& cache, const Case& c,
+              std::uint64_t seed) {
   const bool tf32 = c.dtype == "tf32";
   const std::int64_t align = tf32 ? 4 : 8;  // 16 bytes
   const bool ta = c.op[0] == 't', tb = c.op[1] == 't';
-  const Problem p = gemm_tc_problem(c.dtype, c.out, ta, tb, c.m, c.n, c.k, align);
+  Problem p = gemm_tc_problem(c.dtype, c.out, ta, tb, c.m, c.n, c.k, align);
+  p.family = f.name();
   Config config = f.default_config(p, device.limits());
   for (const auto& [name, value] : c.changes) config[name] = value;
-  const std::string label = p.key() + " " + to_string(config);
+  const std::string label = f.name() + " " + p.key() + " " + to_string(config);
   ASSERT_EQ(f.reject(config, p, device.limits()), "") << label;
   const bool out16 = c.out != "f32", out_bf16 = c.out == "bf16";
   // Leading dimensions past the rows, a multiple of the alignment: A k x m (ta) or m x k, B k x n
@@ -140,7 +141,7 @@ void run_case(const Device& device, KernelCache& cache, const Case& c, std::uint
   call.c = reinterpret_cast<void*>(dc.get()), call.ldc = ldc;
   ASSERT_EQ(gemm_tc_alignment(call), align);
   auto kernel = cache.get(f.compile_request(config, p, device.limits().arch()));
-  gemm_tc_launch(*kernel, config, call, nullptr);
+  gemm_tc_launch(f, *kernel, config, call, nullptr);
   testing::synchronize();
   std::vector<double> got(c0.size());
   if (out16) {
@@ -232,7 +233,75 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
        "nn"},
   };
   std::uint64_t seed = 7;
-  for (const Case& c : cases) run_case(ktune_held_device, cache, c, ++seed);
+  for (const Case& c : cases) run_case(gemm_tc_family(), ktune_held_device, cache, c, ++seed);
+}
+
+// The fallback (gemm_tc80: mma.sync, cp.async; sm_80 and later, so it runs on sm_90 too): every
+// tile shape and warp layout that changes the fragments' loops, each pipeline depth, the group
+// walk, every op (ldmatrix.trans of MN-major operands), tf32, edges in m, n and k (partial
+// 16-byte copies), beta and odd ldc.
+TEST(GemmTc80Gpu, EveryCodePathMatchesTheHostReference) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major < 8)
+    GTEST_SKIP() << "gemm_tc80 needs sm_80 or later; this GPU is "
+                 << ktune_held_device.limits().arch();
+  KernelCache cache(ktune_held_device, nullptr);
+  using C = Config;
+  const C wide = {{"BM", 128}, {"BN", 256}, {"WARPS_M", 2}, {"WARPS_N", 4}};
+  const C tall = {{"BM", 256}, {"BN", 64}, {"WARPS_M", 4}, {"WARPS_N", 1}, {"STAGES", 4}};
+  const C small = {{"BM", 64}, {"BN", 64}, {"WARPS_M", 2}, {"WARPS_N", 1}, {"STAGES", 2}};
+  const C thin = {{"BM", 128}, {"BN", 128}, {"WARPS_M", 4}, {"WARPS_N", 4}, {"STAGES", 5}};
+  const C flat = {{"BM", 64}, {"BN", 256}, {"WARPS_M", 1}, {"WARPS_N", 4}, {"GROUP", 1}};
+  const std::vector<Case> cases = {
+      {"bf16", "bf16", 1000, 3000, 520, {}},
+      {"f16", "f32", 2500, 3000, 136, wide},
+      {"bf16", "f32", 64, 8, 40, {}},
+      {"f16", "f16", 77, 1025, 4100, tall},
+      {"bf16", "f32", 1500, 4000, 200, small},
+      {"bf16", "bf16", 2000, 520, 203, thin},
+      {"f16", "f32", 300, 700, 1000, flat, 0.0f},
+      {"tf32", "f32", 1000, 3000, 520, {}},
+      {"tf32", "f32", 77, 1025, 4100, tall, 0.0f},
+      {"tf32", "f32", 1500, 400, 203, small},
+      {"bf16", "bf16", 1000, 3000, 520, {}, 0.5f, "nn"},
+      {"f16", "f32", 1000, 3000, 520, wide, 0.0f, "tt"},
+      {"bf16", "f32", 1000, 3000, 520, tall, 0.5f, "nt"},
+      {"f16", "f16", 77, 1025, 4100, small, 0.5f, "nt"},
+      {"bf16", "bf16", 250, 300, 136, thin, 0.0f, "nn"},
+      {"f16", "f32", 200, 70, 203, flat, 0.5f, "tt"},
+  };
+  std::uint64_t seed = 70;
+  for (const Case& c : cases) run_case(gemm_tc80_family(), ktune_held_device, cache, c, ++seed);
+}
+
+// The tuner's workload of gemm_tc80 (tc_fill inputs, the double reference on the GPU, the
+// poisoned guard rows) accepts its candidates' results, one matrix and strided batches, and
+// refuses a result that is wrong (a run skipped: C keeps its poison).
+TEST(GemmTc80Gpu, TheTunersWorkloadVerifiesItsCandidates) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major < 8)
+    GTEST_SKIP() << "gemm_tc80 needs sm_80 or later; this GPU is "
+                 << ktune_held_device.limits().arch();
+  KernelCache cache(ktune_held_device, nullptr);
+  const Family& f = gemm_tc80_family();
+  const std::vector<Problem> problems = {
+      f.make_problem({{"m", 1000}, {"n", 700}, {"k", 300}}, {}),
+      f.make_problem({{"m", 520}, {"n", 300}, {"k", 136}, {"batch", 3}}, {{"op", "nt"}}),
+      f.make_problem({{"m", 300}, {"n", 1000}, {"k", 100}, {"batch", 2}, {"align", 4}},
+                     {{"dtype", "tf32"}, {"out", "f32"}}),
+  };
+  std::uint64_t seed = 5;
+  for (const Problem& p : problems) {
+    auto workload = f.make_workload(p, ktune_held_device, cache);
+    const Config config = f.default_config(p, ktune_held_device.limits());
+    ASSERT_EQ(f.reject(config, p, ktune_held_device.limits()), "") << p.key();
+    auto kernel = cache.get(f.compile_request(config, p, ktune_held_device.limits().arch()));
+    workload->prepare(++seed, nullptr);
+    workload->run(*kernel, config, nullptr);
+    EXPECT_EQ(workload->verify(nullptr), "") << p.key();
+    workload->prepare(++seed, nullptr);  // not run: every element of C is wrong
+    EXPECT_NE(workload->verify(nullptr), "") << p.key();
+  }
 }
 
 // Through the public API (Runtime::gemm_ex), without a database: row-major x @ w.T with C of the

@@ -161,6 +161,21 @@ TEST(Cli, CheckCompilesEveryVariantOfEveryFamilyForSm90) {
   EXPECT_NE(r.out.find("elementwise"), std::string::npos) << r.out;
 }
 
+// The tensor-core GEMM's fallback for GPUs without wgmma (gemm_tc80: mma.sync, cp.async) compiles
+// for the A100 (sm_80) and the L40 (sm_89), its covering subset on every check problem, no spills.
+TEST(Cli, CheckCompilesTheTensorCoreFallbackForSm80AndSm89) {
+  for (const char* arch : {"sm_80", "sm_89"}) {
+    auto r = run_cli({"check", "--family", "gemm_tc80", "--arch", arch, "--verbose", "--quiet"});
+    EXPECT_EQ(r.exit_code, 0) << arch << r.out << r.err;
+    EXPECT_NE(r.out.find(std::string("compiled for ") + arch), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("all kernels compile"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ktune::tc80::gemm_tc80<2, 0, 0, 0, 0, 128, 128, 2, 2, 3, 8>"),
+              std::string::npos)
+        << r.out;  // the default for tf32
+    EXPECT_EQ(r.out.find(" spills"), std::string::npos) << arch << r.out;
+  }
+}
+
 // The run is a replay of a synthetic recording (standing in for GPU measurements), paced at 2 ms
 // per candidate so that its rows spread over a time axis.
 TEST(Cli, ReportPlotsARunAsSvg) {

@@ -1,7 +1,7 @@
-// Host tests of the tensor-core GEMM family (gemm_tc, bf16 / f16 / tf32): its problems and their
-// checks, the space's constraints against the device limits, the default for every problem, the
-// tolerance of the verification, and real NVRTC compiles for sm_90a (wgmma, TMA, clusters) without
-// spills.
+// Host tests of the tensor-core GEMM families (gemm_tc, bf16 / f16 / tf32, and its mma.sync
+// fallback gemm_tc80): their problems and their checks, the spaces' constraints against the device
+// limits, the default for every problem, the tolerance of the verification, which family a GPU
+// runs, and real NVRTC compiles for sm_90a (wgmma, TMA, clusters), sm_80 and sm_89 without spills.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -222,6 +222,108 @@ TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
     ASSERT_EQ(out.resources.size(), 1u);
     EXPECT_EQ(local_memory_reason(out.resources[0]), "") << to_string(c) << " " << p.key();
     EXPECT_EQ(f.reject_compiled(c, p, kH100, out.resources[0]), "");
+  }
+}
+
+// The fallback takes the same problems under its own name; a GPU of sm_90 runs gemm_tc, one of
+// sm_80 to sm_89 (or later, without wgmma) gemm_tc80, one below sm_80 neither.
+TEST(GemmTc80, TakesGemmTcsProblemsAndServesTheGpusWithoutWgmma) {
+  const Family& f = find_family("gemm_tc80");
+  EXPECT_EQ(&f, &gemm_tc80_family());
+  const Problem p = f.default_problems().front();
+  EXPECT_EQ(p.family, "gemm_tc80");
+  EXPECT_EQ(p.key(), "align=8;batch=1;dtype=bf16;k=4096;m=4096;n=4096;op=tn;out=bf16");
+  try {
+    f.validate(gemm_tc_problem("tf32", "f32", false, false, 64, 64, 64, 4));
+    ADD_FAILURE() << "tf32 nn accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "gemm_tc80: op must be tn for tf32")) << e.what();
+  }
+  EXPECT_EQ(gemm_tc_family_for(kH100).name(), "gemm_tc");
+  for (int minor : {0, 6, 9})
+    EXPECT_EQ(gemm_tc_family_for(DeviceLimits::for_arch(8, minor)).name(), "gemm_tc80");
+  EXPECT_EQ(gemm_tc_family_for(DeviceLimits::for_arch(10, 0)).name(), "gemm_tc80");
+  try {
+    gemm_tc_family_for(DeviceLimits::for_arch(7, 5));
+    ADD_FAILURE() << "sm_75 served";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_TRUE(contains(e.what(), "sm_80 or later")) << e.what();
+  }
+}
+
+TEST(GemmTc80, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
+  const Family& f = find_family("gemm_tc80");
+  for (const auto& limits : {DeviceLimits::for_arch(8, 0), DeviceLimits::for_arch(8, 9), kH100}) {
+    for (Problem p : {gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8),
+                      gemm_tc_problem("f16", "f32", false, true, 100, 3000, 70, 8),
+                      gemm_tc_problem("tf32", "f32", true, false, 3000, 2000, 100, 4, 3)}) {
+      p.family = f.name();
+      SearchSpace space(f, p, limits);
+      ASSERT_GT(space.size(), 0u) << p.key();
+      for (const Config& c : space.configs()) {
+        const std::int64_t bm = c.at("BM"), bn = c.at("BN");
+        const std::int64_t threads = 32 * c.at("WARPS_M") * c.at("WARPS_N");
+        EXPECT_LE(c.at("STAGES") * (bm + bn) * 128, limits.smem_per_block_optin) << to_string(c);
+        const std::int64_t acc = (bm / c.at("WARPS_M") / 16) * (bn / c.at("WARPS_N") / 8) * 4;
+        EXPECT_LE(acc + 64, std::min<std::int64_t>(255, 65536 / threads)) << to_string(c);
+        EXPECT_LE((bm + bn) * 8 / threads, 24) << to_string(c);
+        EXPECT_EQ(f.block_threads(c, p), threads);
+      }
+    }
+  }
+  // sm_89 has 99 KiB of shared memory per block: three stages of 128 x 128 fit, four do not.
+  const auto l40 = DeviceLimits::for_arch(8, 9);
+  const Problem p = f.default_problems().front();
+  Config c = f.default_config(p, l40);
+  EXPECT_EQ(f.reject(c, p, l40), "");
+  c["STAGES"] = 4;
+  EXPECT_TRUE(contains(f.reject(c, p, l40), "shared memory"));
+  EXPECT_EQ(f.reject(c, p, DeviceLimits::for_arch(8, 0)), "");
+  // One warp would issue 32 copies per stage; 16 warps of 64 x 64 need 192 of their 128 registers.
+  c = f.default_config(p, l40);
+  c["BM"] = 64, c["BN"] = 64, c["WARPS_M"] = 1, c["WARPS_N"] = 1;
+  EXPECT_TRUE(contains(f.reject(c, p, l40), "copies per thread"));
+  c["BM"] = 256, c["BN"] = 256, c["WARPS_M"] = 4, c["WARPS_N"] = 4, c["STAGES"] = 2;
+  EXPECT_TRUE(contains(f.reject(c, p, kH100), "block this large"));
+  EXPECT_TRUE(
+      contains(f.reject(f.default_config(p, l40), p, DeviceLimits::for_arch(7, 5)), "needs sm_80"));
+}
+
+TEST(GemmTc80, DefaultIsValidForEveryProblemShape) {
+  const Family& f = find_family("gemm_tc80");
+  for (const auto& limits : {DeviceLimits::for_arch(8, 0), DeviceLimits::for_arch(8, 9), kH100})
+    for (std::int64_t m : {1, 63, 4096})
+      for (std::int64_t n : {1, 200, 8192})
+        for (std::int64_t k : {1, 100, 1 << 20})
+          for (const Problem& p : {gemm_tc_problem("bf16", "f32", false, true, m, n, k, 8),
+                                   gemm_tc_problem("tf32", "f32", true, false, m, n, k, 4)}) {
+            const Config c = f.default_config(p, limits);
+            EXPECT_NO_THROW(f.check_config(c));
+            EXPECT_EQ(f.reject(c, p, limits), "") << p.key();
+          }
+}
+
+// mma.sync and cp.async compile for sm_80 and sm_89 (and sm_90, where the fallback runs too),
+// every operand layout and type, without spills.
+TEST(GemmTc80, KernelsCompileForSm80AndSm89WithoutSpills) {
+  const Family& f = find_family("gemm_tc80");
+  const Problem tn = gemm_tc_problem("bf16", "bf16", true, false, 4000, 3000, 520, 8);
+  const Problem nt = gemm_tc_problem("f16", "f32", false, true, 4000, 3000, 520, 8);
+  const Problem tf32 = gemm_tc_problem("tf32", "f32", true, false, 4000, 3000, 520, 4, 2);
+  for (const auto& [arch, limits] : {std::pair{"sm_80", DeviceLimits::for_arch(8, 0)},
+                                     std::pair{"sm_89", DeviceLimits::for_arch(8, 9)}}) {
+    for (const Problem* p : {&tn, &nt, &tf32}) {
+      Config c = f.default_config(*p, limits);
+      if (p == &nt) c["BN"] = 64, c["WARPS_M"] = 4, c["WARPS_N"] = 1;  // another warp layout
+      ASSERT_EQ(f.reject(c, *p, limits), "") << to_string(c);
+      const CompileRequest r = f.compile_request(c, *p, arch);
+      EXPECT_EQ(r.arch, arch);
+      CompileResult out;
+      ASSERT_NO_THROW(out = compile(r)) << arch << " " << to_string(c) << " " << p->key();
+      ASSERT_EQ(out.resources.size(), 1u);
+      EXPECT_EQ(local_memory_reason(out.resources[0]), "") << arch << " " << to_string(c);
+    }
   }
 }
 
