@@ -225,9 +225,8 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_tc80(const Tc80Arg
     if (kt + STAGES - 1 < ktiles) load_stage(kt + STAGES - 1);
     cp_commit();
     const u32 sx = base + (kt % STAGES) * STAGE_BYTES, sy = sx + X_BYTES;
-#pragma unroll
-    for (int ks = 0; ks < KSTEPS; ++ks) {
-      u32 a[MT][4], b[NT][2];
+    // The fragments of k-step ks into a and b.
+    auto fragments = [&](int ks, u32(&a)[MT][4], u32(&b)[NT][2]) {
       if (IN == 2) {
         // tf32 fragments: A (rows g, g + 8; k t, t + 4), B (column g; k t, t + 4).
 #pragma unroll
@@ -269,10 +268,18 @@ __global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) gemm_tc80(const Tc80Arg
           b[j + 1][1] = r[3];
         }
       }
+    };
+    // Two sets of fragments: k-step ks + 1's are read while k-step ks multiplies.
+    u32 a[2][MT][4], b[2][NT][2];
+    fragments(0, a[0], b[0]);
+#pragma unroll
+    for (int ks = 0; ks < KSTEPS; ++ks) {
+      if (ks + 1 < KSTEPS) fragments(ks + 1, a[(ks + 1) % 2], b[(ks + 1) % 2]);
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int j = 0; j < NT; ++j) mma<IN>(acc[i][j], a[i], b[j][0], b[j][1]);
+        for (int j = 0; j < NT; ++j)
+          mma<IN>(acc[i][j], a[ks % 2][i], b[ks % 2][j][0], b[ks % 2][j][1]);
     }
   }
   cp_wait<0>();  // no copy (of an empty group) outlives the block
