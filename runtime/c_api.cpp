@@ -12,6 +12,11 @@
 #include "ktune/ktune.h"
 #include "ktune/ktune.hpp"
 #include "ktune/version.hpp"
+#include "runtime/miss_tuner_hook.hpp"
+
+namespace ktune::detail {
+MissTunerFactory c_api_miss_tuner = nullptr;
+}  // namespace ktune::detail
 
 struct ktune_runtime {
   ktune::Runtime runtime;
@@ -163,6 +168,18 @@ ktune_status ktune_runtime_create(const ktune_runtime_options* options, ktune_ru
         o.use_database = options->no_database == 0;
       if (size >= offsetof(ktune_runtime_options, family_files) + sizeof(const char*))
         o.family_files = ktune::split_paths(options->family_files);
+      if (size >= offsetof(ktune_runtime_options, tune_max_seconds) + sizeof(double) &&
+          options->tune_on_miss) {
+        if (!o.use_database)
+          throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                             "options: tune_on_miss needs a database (no_database is set)");
+        if (!ktune::detail::c_api_miss_tuner)
+          throw ktune::Error(ktune::ErrorCode::kUnsupported,
+                             "options: tune_on_miss: this ktune library was built without the "
+                             "tuner (libktune.so has it)");
+        o.tune_on_miss =
+            ktune::detail::c_api_miss_tuner(options->tune_max_evals, options->tune_max_seconds);
+      }
     }
     *out = new ktune_runtime{ktune::Runtime(std::move(o))};
   });

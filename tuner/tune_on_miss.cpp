@@ -9,6 +9,7 @@
 #include "families/family.hpp"
 #include "families/registry.hpp"
 #include "platform/device.hpp"
+#include "runtime/miss_tuner_hook.hpp"
 #include "tuner/strategy.hpp"
 #include "tuner/tuner.hpp"
 
@@ -42,6 +43,17 @@ class LoopMissTuner final : public MissTuner {
  private:
   TuneOnMissOptions options_;
 };
+
+// The C API's tune_on_miss option (ktune_runtime_options): 0 keeps a default.
+std::shared_ptr<MissTuner> from_c_api(std::size_t max_evals, double max_seconds) {
+  TuneOnMissOptions o;
+  if (max_evals != 0) o.max_evals = max_evals;
+  if (max_seconds != 0) o.max_seconds = max_seconds;
+  return make_miss_tuner(std::move(o));
+}
+
+// Set as this object is loaded (with libktune.so, or a program linking the tuner).
+[[maybe_unused]] const bool c_api_hook_set = (detail::c_api_miss_tuner = &from_c_api, true);
 
 }  // namespace
 

@@ -73,6 +73,13 @@ typedef struct ktune_runtime_options {
   int device;           /* CUDA device ordinal */
   int no_database;      /* nonzero: built-in defaults only, no database opened */
   const char* family_files; /* NULL, or family files separated by ':' */
+  /* Nonzero: a problem the database has no exact result for is tuned at its first call (within
+   * the budget below, into the database; later calls and processes use the result). Needs a
+   * database (no_database 0) and a libktune built with the tuner (KTUNE_ERROR_UNSUPPORTED
+   * otherwise). The call that misses waits for the tuning. */
+  int tune_on_miss;
+  unsigned tune_max_evals;  /* candidates per missed problem; 0: 32 */
+  double tune_max_seconds;  /* wall time per missed problem, compiles included; 0: 10 */
 } ktune_runtime_options;
 
 /* The message of the last failed call on this thread ("" if none), and a status's name. */

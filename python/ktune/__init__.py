@@ -36,9 +36,13 @@ class Runtime:
     """One ktune runtime on one device: its lookup chain, compiled kernels and database.
 
     The module's functions use one per device (`runtime(device)`); make your own for another
-    database or for family files of your own."""
+    database, for family files of your own, or to tune on a miss, and pass it as `rt=`.
+    tune_on_miss=True: a problem the database has no exact result for is tuned at its first call
+    (tune_max_evals candidates, 32 if 0, within tune_max_seconds, 10 if 0), and the result is
+    stored for later calls and processes; that first call waits for it."""
 
-    def __init__(self, device=0, database=None, family_files=(), use_database=True):
+    def __init__(self, device=0, database=None, family_files=(), use_database=True,
+                 tune_on_miss=False, tune_max_evals=0, tune_max_seconds=0.0):
         h = lib()
         options = RuntimeOptions()
         options.size = ctypes.sizeof(RuntimeOptions)
@@ -49,6 +53,12 @@ class Runtime:
         if any(":" in f for f in files):
             raise ValueError("family_files: a path with ':' cannot be passed")
         options.family_files = ":".join(files).encode() if files else None
+        if isinstance(tune_max_evals, bool) or not isinstance(tune_max_evals, int) or \
+                not 0 <= tune_max_evals <= 0xFFFFFFFF:
+            raise ValueError(f"tune_max_evals: a count >= 0, got {tune_max_evals!r}")
+        options.tune_on_miss = 1 if tune_on_miss else 0
+        options.tune_max_evals = tune_max_evals
+        options.tune_max_seconds = float(tune_max_seconds)
         handle = ctypes.c_void_p()
         check(h.ktune_runtime_create(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
@@ -127,6 +137,20 @@ def _one_device(arrays, what):
     return devices.pop()
 
 
+def _check_rt(rt, what):
+    if rt is not None and not isinstance(rt, Runtime):
+        raise TypeError(f"{what}: rt must be a ktune.Runtime, got {type(rt).__name__}")
+
+
+def _runtime_for(rt, device, what):
+    """`rt` (a Runtime of the arrays' device) or the module's runtime of that device."""
+    if rt is None:
+        return runtime(device)
+    if rt.device != device:
+        raise ValueError(f"{what}: rt runs on device {rt.device}, the arrays are on {device}")
+    return rt
+
+
 def _matrix(arr, what):
     """(op, leading dimension) of a 2-D array read as row-major: op N for rows of unit stride,
     op T for a transposed view (columns of unit stride)."""
@@ -167,7 +191,7 @@ class _Last2:
         self.shape, self.strides = tuple(arr.shape[1:]), tuple(arr.strides[1:])
 
 
-def _gemm_batched(A, B, out, alpha, beta, stream, tf32):
+def _gemm_batched(A, B, out, alpha, beta, stream, tf32, rt):
     """gemm of 3-D arrays: out[i] = alpha * a[i] @ b[i] + beta * out[i] (torch.bmm), every
     product in one launch on the tensor cores."""
     if tf32 and A.dtype != "f32":
@@ -197,7 +221,7 @@ def _gemm_batched(A, B, out, alpha, beta, stream, tf32):
     device = _one_device([A, B, C], "gemm")
     op_c, ldc = _matrix(_Last2(C), "out")
     sa, sb, sc = A.strides[0], B.strides[0], C.strides[0]
-    h, rt = lib(), runtime(device)
+    h, rt = lib(), _runtime_for(rt, device, "gemm")
     s = _stream(A, stream)
     ab, ct = _GEMM_EX_TYPES["tf32" if tf32 else A.dtype], _GEMM_EX_TYPES[C.dtype]
     if op_c == OP_N:
@@ -213,23 +237,25 @@ def _gemm_batched(A, B, out, alpha, beta, stream, tf32):
     return out
 
 
-def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False):
+def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False, rt=None):
     """out = alpha * a @ b + beta * out for 2-D float32, float64, bfloat16 or float16 arrays on
     one device.
 
     Transposed views (a.t(), b.T) go in without a copy; out is made when not given (beta must
     then be 0). Runs on the arrays' device, on `stream` or the array library's current stream.
-    bfloat16 and float16 run on the tensor cores (an H100 or H200 so far) with float32
+    bfloat16 and float16 run on the tensor cores (sm_80 and later) with float32
     accumulation, out of the same type or float32, any layout (rows or columns not aligned to
     16 bytes are copied to aligned scratch first).
     tf32=True multiplies float32 arrays as TF32 on the tensor cores (10 bits of mantissa, as
     torch.backends.cuda.matmul.allow_tf32), float32 out; a must be row-major and b a transposed
     view of a row-major array (x @ w.t(), as torch.nn.Linear computes).
     3-D a (batch, m, k) and b (batch, k, n) of those tensor-core types: out[i] = a[i] @ b[i] as
-    torch.bmm, every product in one launch (a stride of 0, as from expand(), repeats a matrix)."""
+    torch.bmm, every product in one launch (a stride of 0, as from expand(), repeats a matrix).
+    rt: a Runtime of your own (another database, tune on a miss) instead of the module's."""
+    _check_rt(rt, "gemm")
     A, B = as_array(a, "a"), as_array(b, "b")
     if len(A.shape) == 3 or len(B.shape) == 3:
-        return _gemm_batched(A, B, out, alpha, beta, stream, tf32)
+        return _gemm_batched(A, B, out, alpha, beta, stream, tf32, rt)
     if A.dtype != B.dtype or A.dtype not in ("f32", "f64", "bf16", "f16"):
         raise TypeError(f"gemm: a and b must both be float32, float64, bfloat16 or float16 (got "
                         f"{A.dtype}, {B.dtype})")
@@ -255,7 +281,7 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False):
                          f"{'x'.join(map(str, C.shape))})")
     device = _one_device([A, B, C], "gemm")
     op_c, ldc = _matrix(C, "out")
-    h, rt = lib(), runtime(device)
+    h, rt = lib(), _runtime_for(rt, device, "gemm")
     s = _stream(A, stream)
     if sixteen or tf32:
         ab, ct = _GEMM_EX_TYPES["tf32" if tf32 else A.dtype], _GEMM_EX_TYPES[C.dtype]
@@ -275,10 +301,11 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False):
     return out
 
 
-def histogram(x, bins=256, range=None, out=None, accumulate=False, stream=None):
+def histogram(x, bins=256, range=None, out=None, accumulate=False, stream=None, rt=None):
     """Counts (uint32) of a contiguous array's samples in `bins` equal bins over
     range = (lower, upper), upper excluded; uint8 samples with bins=256 and no range count each
     byte value. Samples: uint8, uint16, int32, float32."""
+    _check_rt(rt, "histogram")
     X = as_array(x, "x")
     if not X.contiguous():
         raise ValueError("histogram: x must be contiguous")
@@ -288,7 +315,7 @@ def histogram(x, bins=256, range=None, out=None, accumulate=False, stream=None):
     if O.size != bins or O.dtype not in ("u32", "i32") or not O.contiguous():
         raise ValueError(f"histogram: out must be {bins} contiguous uint32 counts")
     device = _one_device([X, O], "histogram")
-    h, rt, s = lib(), runtime(device), _stream(X, stream)
+    h, rt, s = lib(), _runtime_for(rt, device, "histogram"), _stream(X, stream)
     acc = 1 if accumulate else 0
     if range is None:
         if X.dtype != "u8" or bins != 256:
@@ -304,8 +331,9 @@ def histogram(x, bins=256, range=None, out=None, accumulate=False, stream=None):
     return out
 
 
-def copy(dst, src, stream=None):
+def copy(dst, src, stream=None, rt=None):
     """dst[:] = src for contiguous float32 or float64 arrays of the same size."""
+    _check_rt(rt, "copy")
     D, S = as_array(dst, "dst"), as_array(src, "src")
     if D.dtype != S.dtype or D.dtype not in ("f32", "f64") or D.size != S.size:
         raise ValueError("copy: dst and src must be float32 or float64 of one size")
@@ -314,12 +342,13 @@ def copy(dst, src, stream=None):
     device = _one_device([D, S], "copy")
     h = lib()
     fn = h.ktune_copy_f32 if D.dtype == "f32" else h.ktune_copy_f64
-    check(fn(runtime(device).handle, D.ptr, S.ptr, D.size, _stream(S, stream)))
+    check(fn(_runtime_for(rt, device, "copy").handle, D.ptr, S.ptr, D.size, _stream(S, stream)))
     return dst
 
 
-def add(out, a, b, stream=None):
+def add(out, a, b, stream=None, rt=None):
     """out[:] = a + b for contiguous float32 or float64 arrays of one size."""
+    _check_rt(rt, "add")
     O, A, B = as_array(out, "out"), as_array(a, "a"), as_array(b, "b")
     if len({O.dtype, A.dtype, B.dtype}) != 1 or O.dtype not in ("f32", "f64") or \
             len({O.size, A.size, B.size}) != 1:
@@ -329,7 +358,8 @@ def add(out, a, b, stream=None):
     device = _one_device([O, A, B], "add")
     h = lib()
     fn = h.ktune_add_f32 if O.dtype == "f32" else h.ktune_add_f64
-    check(fn(runtime(device).handle, O.ptr, A.ptr, B.ptr, O.size, _stream(A, stream)))
+    check(fn(_runtime_for(rt, device, "add").handle, O.ptr, A.ptr, B.ptr, O.size,
+             _stream(A, stream)))
     return out
 
 

@@ -26,7 +26,9 @@ ARG_POINTER, ARG_INT, ARG_UINT, ARG_REAL = 0, 1, 2, 3
 
 class RuntimeOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("database", ctypes.c_char_p), ("device", ctypes.c_int),
-                ("no_database", ctypes.c_int), ("family_files", ctypes.c_char_p)]
+                ("no_database", ctypes.c_int), ("family_files", ctypes.c_char_p),
+                ("tune_on_miss", ctypes.c_int), ("tune_max_evals", ctypes.c_uint),
+                ("tune_max_seconds", ctypes.c_double)]
 
 
 class Axis(ctypes.Structure):

@@ -1,6 +1,8 @@
 """GPU tests of the Python package with PyTorch: ktune.gemm equals torch.matmul (TF32 off) with
 transposed and non-contiguous views, on torch's current stream and on another one; histogram,
-copy, add; a user's family launched from Python; errors as exceptions. Skipped without a GPU."""
+copy, add; a user's family launched from Python; errors as exceptions. With CuPy arrays: gemm
+(f32, f64, f16 on the tensor cores), copy and histogram, on CuPy's current stream. Skipped without
+a GPU (or without CuPy, for its test)."""
 import os
 import sys
 
@@ -181,6 +183,26 @@ def test_a_family_of_ones_own_from_python():
     rt.close()
 
 
+def test_a_runtime_that_tunes_on_a_miss_stores_the_result():
+    torch = _torch()
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        db = os.path.join(d, "miss.db")
+        rt = ktune.Runtime(database=db, tune_on_miss=True, tune_max_evals=6, tune_max_seconds=30)
+        a = torch.rand(333, 555, device="cuda") - 0.5
+        b = torch.rand(555, 444, device="cuda") - 0.5
+        c = ktune.gemm(a, b, rt=rt)  # a miss: tuned now, within the budget, then run
+        _close(torch, c, a, b)
+        # The database also holds the shipped presets; the problem tuned here is the one of ours.
+        ours = [r for r in ktune.query(family="gemm", db=db, status=None) if r["origin"] == "tuned"]
+        assert ours and {r["problem"] for r in ours} == {ours[0]["problem"]}, ours[:3]
+        assert any(r["status"] == "ok" for r in ours), ours[:3]
+        assert "k=555" in ours[0]["problem"], ours[0]["problem"]
+        assert rt.explain("gemm", ours[0]["problem"])["step"] == "exact"
+        _close(torch, ktune.gemm(a, b, rt=rt), a, b)  # the stored result, no second tune
+        rt.close()
+
+
 def test_errors_are_exceptions():
     torch = _torch()
     raises(TypeError, ktune.gemm, torch.rand(4, 4), torch.rand(4, 4), contains="not on a CUDA")
@@ -196,3 +218,72 @@ def test_errors_are_exceptions():
 if __name__ == "__main__":
     from _support import run
     sys.exit(run("test_gpu"))
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        skip("no CuPy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            skip("no CUDA device for CuPy")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        skip("no CUDA device for CuPy")
+    return cupy
+
+
+def test_cupy_arrays_on_cupys_current_stream():
+    cp = _cupy()
+    rng = cp.random.default_rng(8)
+    for dtype in (cp.float32, cp.float64):
+        m, n, k = 300, 150, 200
+        a = rng.random((m, k), dtype=dtype) - 0.5
+        b = rng.random((k, n), dtype=dtype) - 0.5
+        bt = (rng.random((n, k), dtype=dtype) - 0.5).T  # a transposed view (F order), no copy
+        for bb in (b, bt):
+            c = ktune.gemm(a, bb)
+            assert isinstance(c, cp.ndarray) and c.dtype == dtype and c.shape == (m, n)
+            want = a.astype(cp.float64) @ bb.astype(cp.float64)
+            mag = cp.abs(a).astype(cp.float64) @ cp.abs(bb).astype(cp.float64)
+            bound = 16 * float(cp.finfo(dtype).eps) * k ** 0.5 * mag
+            bad = int((cp.abs(c.astype(cp.float64) - want) > bound + 1e-300).sum())
+            assert bad == 0, f"{dtype} gemm: {bad} elements off"
+    # fp16 on the tensor cores: x @ w.T, C of fp16 (its rounding, 2^-11, plus the accumulation).
+    x = (rng.random((256, 96), dtype=cp.float32) - 0.5).astype(cp.float16)
+    w = (rng.random((130, 96), dtype=cp.float32) - 0.5).astype(cp.float16)
+    y = ktune.gemm(x, w.T)
+    assert y.dtype == cp.float16 and y.shape == (256, 130)
+    want = x.astype(cp.float64) @ w.astype(cp.float64).T
+    mag = cp.abs(x).astype(cp.float64) @ cp.abs(w).astype(cp.float64).T
+    bound = 2.0 ** -11 * cp.abs(want) + (1 + 2.0 ** -11) * 16 * 5.96e-8 * 96 ** 0.5 * mag
+    assert int((cp.abs(y.astype(cp.float64) - want) > bound + 1e-12).sum()) == 0
+    # On a non-blocking stream that is busy: a kernel spins about 30 ms, then fills `a` with ones.
+    # ktune's calls must queue behind it on CuPy's current stream (elsewhere they read zeros).
+    spin_fill = cp.RawKernel(r"""
+    extern "C" __global__ void spin_fill(float* p, int n, long long cycles) {
+      const long long start = clock64();
+      while (clock64() - start < cycles) {}
+      for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        p[i] = 1.0f;
+    }""", "spin_fill")
+    # The same calls once first, so that no compile delays the launches below past the spin.
+    warm = cp.ones((512, 512), dtype=cp.float32)
+    ktune.gemm(warm, warm)
+    ktune.copy(cp.empty_like(warm), warm)
+    ktune.histogram(warm.astype(cp.uint8))
+    cp.cuda.Device().synchronize()
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        a = cp.zeros((512, 512), dtype=cp.float32)
+        ones = cp.ones((512, 512), dtype=cp.float32)
+        s.synchronize()
+        spin_fill((64,), (256,), (a, cp.int32(a.size), cp.int64(50_000_000)))
+        c = ktune.gemm(a, ones)
+        copied = cp.empty_like(a)
+        ktune.copy(copied, a)
+        counts = ktune.histogram(a.astype(cp.uint8))  # CuPy's cast, then ktune's count, in order
+        s.synchronize()
+    assert bool((c == 512.0).all()), "gemm ran before the stream's earlier kernel"
+    assert bool((copied == 1.0).all()), "copy ran before the stream's earlier kernel"
+    assert int(counts[1]) == a.size and int(counts.sum()) == a.size

@@ -78,6 +78,23 @@ def test_arguments_are_checked_before_the_gpu():
     raises(TypeError, ktune.launch, "transpose", {"rows": 1.5}, contains="an integer or a string")
 
 
+def test_tune_on_miss_options_are_checked_before_the_gpu():
+    # A runtime that tunes on a miss stores into a database: without one it is refused, as a
+    # negative budget is, before a driver is looked for (these hold on a machine with a GPU too).
+    raises(ktune.Error, ktune.Runtime, use_database=False, tune_on_miss=True,
+           contains="tune_on_miss needs a database")
+    with tempfile.TemporaryDirectory() as d:
+        db = os.path.join(d, "t.db")
+        raises(ktune.Error, ktune.Runtime, database=db, tune_on_miss=True, tune_max_seconds=-1.0,
+               contains="max_seconds must be a finite number > 0")
+        assert not os.path.exists(db)  # refused before anything was made
+    raises(ValueError, ktune.Runtime, tune_on_miss=True, tune_max_evals=-1,
+           contains="tune_max_evals")
+    # rt= is a ktune.Runtime of the arrays' device.
+    raises(TypeError, ktune.copy, FakeCudaArray((4,)), FakeCudaArray((4,), ptr=0x2000), rt="x",
+           contains="rt must be a ktune.Runtime")
+
+
 def test_query_reads_a_database_and_changes_nothing():
     cli = os.environ.get("KTUNE_CLI")
     if not cli:

@@ -2,6 +2,7 @@
 // every pointer checked, no exception crossing, and no driver reported as such.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -64,6 +65,35 @@ TEST(CApi, OptionsOfAnUnknownSizeAreRefusedBeforeAnythingStarts) {
   EXPECT_EQ(rt, nullptr);
   EXPECT_NE(std::string(ktune_last_error()).find("sizeof(ktune_runtime_options)"),
             std::string::npos);
+}
+
+// Tune-on-miss (the tuner is in libktune.so and in this test program): it needs a database, and a
+// budget that is not negative; both refused before a driver is looked for, nothing created.
+TEST(CApi, TuneOnMissOptionsAreCheckedBeforeAnythingStarts) {
+  ktune_runtime_options o;
+  std::memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  o.no_database = 1;
+  o.tune_on_miss = 1;
+  ktune_runtime* rt = nullptr;
+  EXPECT_EQ(ktune_runtime_create(&o, &rt), KTUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(std::string(ktune_last_error()).find("tune_on_miss needs a database"),
+            std::string::npos)
+      << ktune_last_error();
+  o.no_database = 0;
+  o.tune_max_seconds = -1;
+  EXPECT_EQ(ktune_runtime_create(&o, &rt), KTUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ktune_last_error()).find("max_seconds"), std::string::npos)
+      << ktune_last_error();
+  // A caller built against the struct before these fields (its size ends at family_files) never
+  // tunes, whatever lies past its struct.
+  o.tune_max_seconds = 0;
+  o.no_database = 1;
+  o.size = offsetof(ktune_runtime_options, tune_on_miss);
+  const ktune_status s = ktune_runtime_create(&o, &rt);
+  EXPECT_NE(s, KTUNE_ERROR_INVALID_ARGUMENT) << ktune_last_error();
+  if (rt) ktune_runtime_destroy(rt);
 }
 
 TEST(CApi, WithoutADriverTheRuntimeSaysSo) {
