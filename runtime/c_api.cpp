@@ -180,6 +180,13 @@ ktune_status ktune_runtime_create(const ktune_runtime_options* options, ktune_ru
         o.tune_on_miss =
             ktune::detail::c_api_miss_tuner(options->tune_max_evals, options->tune_max_seconds);
       }
+      if (size >= offsetof(ktune_runtime_options, tune_in_background) + sizeof(int) &&
+          options->tune_in_background) {
+        if (!o.tune_on_miss)
+          throw ktune::Error(ktune::ErrorCode::kInvalidArgument,
+                             "options: tune_in_background takes tune_on_miss");
+        o.tune_in_background = true;
+      }
     }
     *out = new ktune_runtime{ktune::Runtime(std::move(o))};
   });
@@ -366,6 +373,10 @@ ktune_status ktune_explain(ktune_runtime* rt, const char* family, const char* pr
       text[n] = '\0';
     }
   });
+}
+
+ktune_status ktune_wait_for_tuning(ktune_runtime* rt) {
+  return guarded([&] { runtime_of(rt).wait_for_tuning(); });
 }
 
 ktune_status ktune_compile_count(ktune_runtime* rt, uint64_t* count) {

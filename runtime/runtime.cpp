@@ -1,12 +1,16 @@
 // ktune::Runtime: looks up, compiles once, caches and launches tuned kernels on the caller's
 // stream.
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "db/database.hpp"
@@ -88,15 +92,29 @@ struct Runtime::Impl {
   std::unique_ptr<Device> device;
   std::unique_ptr<Database> db;
   std::unique_ptr<KernelCache> kernels;
-  // Guards `entries` and `hot` only; never held across a compile, a tuning run or a launch.
-  // Entries are never erased, so references to them stay valid (node-based map).
+  // Guards `entries`, `storage` and the hot maps only; never held across a compile, a tuning run
+  // or a launch. Entries are never erased, so references to them stay valid: a problem tuned in
+  // the background gets a new entry, and the old one stays for the calls still running it.
   std::mutex mutex;
-  std::unordered_map<std::string, Entry> entries;
+  std::deque<Entry> storage;
+  std::unordered_map<std::string, const Entry*> entries;
   std::unordered_map<CallKey, const Entry*, CallKeyHash> hot;
   std::unordered_multimap<std::uint64_t, LaunchHot> launch_hot;
   std::mutex tune_mutex;  // one tune-on-miss at a time per runtime
 
+  // Tuning in the background (Options::tune_in_background): problems queued by resolve(), tuned
+  // one at a time by `background`, a thread started at the first miss.
+  std::mutex bg_mutex;
+  std::condition_variable bg_wake, bg_idle;
+  std::deque<std::pair<const Family*, Problem>> bg_queue;
+  std::unordered_set<std::string> bg_seen;  // keys queued once: never tuned twice
+  bool bg_stop = false, bg_busy = false;
+  std::thread background;
+
   explicit Impl(Options o) : options(std::move(o)) {
+    if (options.tune_in_background && !options.tune_on_miss)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "Options::tune_in_background needs a tuner in Options::tune_on_miss");
     device = std::make_unique<Device>(options.device);
     if (options.tune_on_miss && !options.use_database)
       throw Error(ErrorCode::kInvalidArgument,
@@ -109,6 +127,91 @@ struct Runtime::Impl {
     kernels = std::make_unique<KernelCache>(*device, db.get());  // read-only: binaries not stored
   }
 
+  // Stops the background tuning: the run in progress finishes (its budget bounds it), the queue
+  // is dropped.
+  ~Impl() {
+    {
+      std::lock_guard lock(bg_mutex);
+      bg_stop = true;
+      bg_queue.clear();
+    }
+    bg_wake.notify_all();
+    if (background.joinable()) background.join();
+  }
+
+  void queue_for_tuning(const std::string& key, const Family& family, const Problem& problem) {
+    {
+      std::lock_guard lock(bg_mutex);
+      if (bg_stop || !bg_seen.insert(key).second) return;
+      bg_queue.emplace_back(&family, problem);
+      if (!background.joinable()) background = std::thread([this] { background_loop(); });
+    }
+    bg_wake.notify_one();
+  }
+
+  void background_loop() {
+    for (;;) {
+      const Family* family = nullptr;
+      Problem problem;
+      {
+        std::unique_lock lock(bg_mutex);
+        bg_wake.wait(lock, [&] { return bg_stop || !bg_queue.empty(); });
+        if (bg_stop) break;
+        family = bg_queue.front().first;
+        problem = std::move(bg_queue.front().second);
+        bg_queue.pop_front();
+        bg_busy = true;
+      }
+      try {
+        tune_and_switch(*family, problem);
+      } catch (const std::exception& e) {
+        warn(std::string("tuning ") + family->name() + " " + problem.key() +
+             " in the background failed; the runtime keeps its earlier answer: " + e.what());
+      }
+      {
+        std::lock_guard lock(bg_mutex);
+        bg_busy = false;
+      }
+      bg_idle.notify_all();
+    }
+    {
+      std::lock_guard lock(bg_mutex);
+      bg_busy = false;
+    }
+    bg_idle.notify_all();
+  }
+
+  // Tunes `problem` unless another runtime's run stored it meanwhile, then makes the tuned
+  // configuration the entry of its calls.
+  void tune_and_switch(const Family& family, const Problem& problem) {
+    device->make_current();
+    LookupResult choice;
+    {
+      std::lock_guard lock(tune_mutex);
+      choice = lookup_config(db.get(), device->info(), family, problem, options.predict);
+      if (choice.step != LookupStep::kExact) {
+        options.tune_on_miss->tune(options.device, db->path(), family.name(), problem.key());
+        device->make_current();
+        choice = lookup_config(db.get(), device->info(), family, problem, options.predict);
+      }
+    }
+    Entry fresh = make_entry(family, problem, std::move(choice));
+    const std::string key = family.name() + "|" + problem.key();
+    std::lock_guard lock(mutex);
+    const Entry* old = entries[key];
+    const Entry* now = &storage.emplace_back(std::move(fresh));
+    entries[key] = now;
+    for (auto& [call, entry] : hot)
+      if (entry == old) entry = now;
+    for (auto& [hash, launch] : launch_hot)
+      if (launch.entry == old) launch.entry = now;
+  }
+
+  void wait_for_tuning() {
+    std::unique_lock lock(bg_mutex);
+    bg_idle.wait(lock, [&] { return bg_queue.empty() && !bg_busy; });
+  }
+
   void warn(const std::string& message) const {
     if (options.on_warning)
       options.on_warning(message);
@@ -119,6 +222,10 @@ struct Runtime::Impl {
   LookupResult choose(const Family& family, const Problem& problem) {
     LookupResult choice = lookup_config(db.get(), device->info(), family, problem, options.predict);
     if (choice.step == LookupStep::kExact || !options.tune_on_miss) return choice;
+    if (options.tune_in_background) {
+      queue_for_tuning(family.name() + "|" + problem.key(), family, problem);
+      return choice;  // answered now; tuned by the background thread
+    }
     std::lock_guard lock(tune_mutex);
     choice = lookup_config(db.get(), device->info(), family, problem,
                            options.predict);  // another thread's run?
@@ -128,15 +235,9 @@ struct Runtime::Impl {
     return lookup_config(db.get(), device->info(), family, problem, options.predict);
   }
 
-  const Entry& resolve(const Family& family, const Problem& problem) {
-    const std::string key = family.name() + "|" + problem.key();
-    {
-      std::lock_guard lock(mutex);
-      auto it = entries.find(key);
-      if (it != entries.end()) return it->second;
-    }
+  Entry make_entry(const Family& family, const Problem& problem, LookupResult choice) {
     Entry e;
-    e.choice = choose(family, problem);
+    e.choice = std::move(choice);
     e.kernel =
         kernels->get(family.compile_request(e.choice.config, problem, device->limits().arch()));
     e.plan = family.launch_plan(e.choice.config, problem, device->limits());
@@ -144,8 +245,21 @@ struct Runtime::Impl {
       e.elementwise = elementwise_plan(
           *e.kernel, e.choice.config, device->limits(), problem.attr("dtype") == "f64" ? 8 : 4,
           static_cast<std::uint64_t>(problem.size("n")), static_cast<int>(problem.size("align")));
+    return e;
+  }
+
+  const Entry& resolve(const Family& family, const Problem& problem) {
+    const std::string key = family.name() + "|" + problem.key();
+    {
+      std::lock_guard lock(mutex);
+      auto it = entries.find(key);
+      if (it != entries.end()) return *it->second;
+    }
+    Entry e = make_entry(family, problem, choose(family, problem));
     std::lock_guard lock(mutex);
-    return entries.emplace(key, std::move(e)).first->second;
+    auto [it, inserted] = entries.try_emplace(key, nullptr);
+    if (inserted) it->second = &storage.emplace_back(std::move(e));
+    return *it->second;
   }
 
   // resolve() behind the hot map: `make_problem` runs only on the first call of `key`.
@@ -156,10 +270,15 @@ struct Runtime::Impl {
       auto it = hot.find(key);
       if (it != hot.end()) return *it->second;
     }
-    const Entry& e = resolve(family, make_problem());
+    const Problem problem = make_problem();
+    resolve(family, problem);
+    // The entry now current: a tuning run in the background may have replaced the one resolve()
+    // returned, and would not find this call in the hot map to switch it.
+    const std::string name = family.name() + "|" + problem.key();
     std::lock_guard lock(mutex);
-    hot.emplace(key, &e);
-    return e;
+    const Entry* e = entries.at(name);
+    hot.emplace(key, e);
+    return *e;
   }
 
   void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -420,7 +539,9 @@ struct Runtime::Impl {
         throw Error(ErrorCode::kUnsupported, "launch: family " + family.name() +
                                                  " launches through its own calls (gemm, copy, "
                                                  "histogram...), not launch()");
+      const std::string name = family.name() + "|" + problem.key();
       std::lock_guard lock(mutex);
+      entry = entries.at(name);  // as in resolve(CallKey): the current one
       launch_hot.emplace(hash, LaunchHot{family_name, spec, entry});
     }
     const LaunchPlan& plan = *entry->plan;
@@ -667,7 +788,7 @@ Choice Runtime::explain(const std::string& family_name, const std::string& probl
     std::lock_guard lock(impl_->mutex);
     auto it = impl_->entries.find(family.name() + "|" + problem.key());
     if (it != impl_->entries.end()) {
-      Choice c = to_choice(it->second.choice, family, problem);
+      Choice c = to_choice(it->second->choice, family, problem);
       c.step = LookupStep::kCache;
       return c;
     }
@@ -676,6 +797,8 @@ Choice Runtime::explain(const std::string& family_name, const std::string& probl
                                  impl_->options.predict),
                    family, problem);
 }
+
+void Runtime::wait_for_tuning() { impl().wait_for_tuning(); }
 
 std::uint64_t Runtime::compile_count() const { return impl().kernels->compile_count(); }
 

@@ -80,6 +80,10 @@ typedef struct ktune_runtime_options {
   int tune_on_miss;
   unsigned tune_max_evals;  /* candidates per missed problem; 0: 32 */
   double tune_max_seconds;  /* wall time per missed problem, compiles included; 0: 10 */
+  /* Nonzero (with tune_on_miss): the call that misses is answered at once, as without
+   * tune_on_miss, and a thread of the runtime tunes the problem; later calls run the tuned kernel
+   * once it is stored. No call waits (ktune_runtime_destroy waits for the run in progress). */
+  int tune_in_background;
 } ktune_runtime_options;
 
 /* The message of the last failed call on this thread ("" if none), and a status's name. */
@@ -197,6 +201,10 @@ KTUNE_C_EXPORT ktune_status ktune_explain(ktune_runtime* rt, const char* family,
 
 /* NVRTC compiles this runtime has run (0 on a warm start with cached binaries). */
 KTUNE_C_EXPORT ktune_status ktune_compile_count(ktune_runtime* rt, uint64_t* count);
+
+/* Returns once the problems queued for tuning in the background (tune_in_background) are tuned
+ * and their kernels in use; at once without any. */
+KTUNE_C_EXPORT ktune_status ktune_wait_for_tuning(ktune_runtime* rt);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -36,7 +36,15 @@ struct Options {
   // result (see MissTuner; ktune/tune_on_miss.hpp makes one). Null: never tune, the lookup chain
   // answers. Needs a writable database.
   std::shared_ptr<MissTuner> tune_on_miss;
-  // Receives what the runtime warns about (a database it cannot use, a network filesystem).
+  // With tune_on_miss: the call that misses is answered at once by the lookup chain, as without
+  // tune_on_miss, and the problem is tuned by a thread of the runtime's own, one problem at a time;
+  // once stored, later calls run the tuned kernel. No call waits for a tuning run (but the
+  // runtime's destructor waits for the one in progress: at most its budget). wait_for_tuning()
+  // returns once every queued problem is tuned. A failed tuning run is reported through
+  // on_warning and not tried again by this runtime.
+  bool tune_in_background = false;
+  // Receives what the runtime warns about (a database it cannot use, a network filesystem, a
+  // failed tuning run in the background: then called from the runtime's tuning thread).
   // Empty: printed to stderr, prefixed "ktune: warning: ".
   std::function<void(const std::string&)> on_warning;
   // Family files (NAME.family.toml) whose kernels launch() may run, besides those of
@@ -190,6 +198,10 @@ class Runtime {
   // Which configuration a problem gets and why. `problem` is a key as `ktune query` prints it,
   // e.g. family "elementwise", problem "dtype=f32;op=copy;align=16;n=1048576".
   Choice explain(const std::string& family, const std::string& problem);
+
+  // Returns once the problems queued for tuning in the background (Options::tune_in_background)
+  // are tuned and their kernels in use; at once without any.
+  void wait_for_tuning();
 
   // Number of NVRTC compilations this Runtime ran (0 on a warm start with cached binaries).
   std::uint64_t compile_count() const;

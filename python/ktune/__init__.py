@@ -39,10 +39,14 @@ class Runtime:
     database, for family files of your own, or to tune on a miss, and pass it as `rt=`.
     tune_on_miss=True: a problem the database has no exact result for is tuned at its first call
     (tune_max_evals candidates, 32 if 0, within tune_max_seconds, 10 if 0), and the result is
-    stored for later calls and processes; that first call waits for it."""
+    stored for later calls and processes; that first call waits for it, unless
+    tune_in_background=True: then it is answered at once (as without tuning) while a thread of
+    the runtime tunes the problem, and later calls run the tuned kernel once it is stored
+    (wait_for_tuning() returns when every queued problem is done)."""
 
     def __init__(self, device=0, database=None, family_files=(), use_database=True,
-                 tune_on_miss=False, tune_max_evals=0, tune_max_seconds=0.0):
+                 tune_on_miss=False, tune_max_evals=0, tune_max_seconds=0.0,
+                 tune_in_background=False):
         h = lib()
         options = RuntimeOptions()
         options.size = ctypes.sizeof(RuntimeOptions)
@@ -59,6 +63,7 @@ class Runtime:
         options.tune_on_miss = 1 if tune_on_miss else 0
         options.tune_max_evals = tune_max_evals
         options.tune_max_seconds = float(tune_max_seconds)
+        options.tune_in_background = 1 if tune_in_background else 0
         handle = ctypes.c_void_p()
         check(h.ktune_runtime_create(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle
@@ -80,6 +85,10 @@ class Runtime:
         if not self._handle:
             raise Error("this Runtime was closed", code=1)
         return self._handle
+
+    def wait_for_tuning(self):
+        """Returns once the problems queued for tuning in the background are tuned and in use."""
+        check(lib().ktune_wait_for_tuning(self.handle))
 
     def compile_count(self):
         n = ctypes.c_uint64()

@@ -28,7 +28,7 @@ class RuntimeOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("database", ctypes.c_char_p), ("device", ctypes.c_int),
                 ("no_database", ctypes.c_int), ("family_files", ctypes.c_char_p),
                 ("tune_on_miss", ctypes.c_int), ("tune_max_evals", ctypes.c_uint),
-                ("tune_max_seconds", ctypes.c_double)]
+                ("tune_max_seconds", ctypes.c_double), ("tune_in_background", ctypes.c_int)]
 
 
 class Axis(ctypes.Structure):
@@ -106,6 +106,7 @@ def _declare(h):
         "ktune_explain": ([P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, SZ,
                            ctypes.POINTER(SZ)], I),
         "ktune_compile_count": ([P, ctypes.POINTER(U64)], I),
+        "ktune_wait_for_tuning": ([P], I),
     }
     for name, (args, result) in sig.items():
         f = getattr(h, name)

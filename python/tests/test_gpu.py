@@ -205,6 +205,18 @@ def test_a_runtime_that_tunes_on_a_miss_stores_the_result():
         again = ktune.Runtime(database=db)
         assert again.explain("gemm", ours[0]["problem"])["step"] == "exact"
         again.close()
+        # In the background: the call is answered at once, the tuned result comes later.
+        bg = ktune.Runtime(database=db, tune_on_miss=True, tune_max_evals=6, tune_max_seconds=30,
+                           tune_in_background=True)
+        x = torch.rand(222, 111, device="cuda") - 0.5
+        y = torch.rand(111, 333, device="cuda") - 0.5
+        _close(torch, ktune.gemm(x, y, rt=bg), x, y)
+        bg.wait_for_tuning()
+        _close(torch, ktune.gemm(x, y, rt=bg), x, y)
+        tuned = {r["problem"] for r in ktune.query(family="gemm", db=db, status=None)
+                 if r["origin"] == "tuned"}
+        assert len(tuned) == 2 and any("k=111" in p for p in tuned), tuned
+        bg.close()
 
 
 def test_errors_are_exceptions():

@@ -90,6 +90,8 @@ def test_tune_on_miss_options_are_checked_before_the_gpu():
         assert not os.path.exists(db)  # refused before anything was made
     raises(ValueError, ktune.Runtime, tune_on_miss=True, tune_max_evals=-1,
            contains="tune_max_evals")
+    raises(ktune.Error, ktune.Runtime, use_database=False, tune_in_background=True,
+           contains="tune_in_background takes tune_on_miss")
     # rt= is a ktune.Runtime of the arrays' device.
     raises(TypeError, ktune.copy, FakeCudaArray((4,)), FakeCudaArray((4,), ptr=0x2000), rt="x",
            contains="rt must be a ktune.Runtime")

@@ -8,10 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -368,6 +370,94 @@ TEST(RuntimeGpu, TuneOnMissTunesStoresAndUsesTheResult) {
   no_db.use_database = false;
   no_db.tune_on_miss = o.tune_on_miss;
   EXPECT_THROW(Runtime{no_db}, Error);
+}
+
+// A MissTuner that waits for the test's go before it runs the real tuner: a call that waited for
+// the tuning would never return while the tuner is held.
+class HeldTuner final : public MissTuner {
+ public:
+  explicit HeldTuner(std::shared_ptr<MissTuner> real) : real_(std::move(real)) {}
+  void tune(int device, const std::string& database, const std::string& family,
+            const std::string& problem) override {
+    started = true;
+    std::unique_lock lock(mutex_);
+    released_.wait_for(lock, std::chrono::seconds(60), [&] { return go_; });
+    lock.unlock();
+    real_->tune(device, database, family, problem);
+    ++runs;
+  }
+  void release() {
+    {
+      std::lock_guard lock(mutex_);
+      go_ = true;
+    }
+    released_.notify_all();
+  }
+  std::atomic<bool> started{false};
+  std::atomic<int> runs{0};
+
+ private:
+  std::shared_ptr<MissTuner> real_;
+  std::mutex mutex_;
+  std::condition_variable released_;
+  bool go_ = false;
+};
+
+// Tuning in the background: the call that misses returns while the tuner is held (answered by
+// the lookup chain, right), the problem is tuned once, and later calls run the tuned
+// configuration (explain: the runtime's cache holding the exact result), still right.
+TEST(RuntimeGpu, TuneInTheBackgroundAnswersAtOnceAndSwitchesWhenStored) {
+  KTUNE_REQUIRE_GPU();
+  ::ktune::testing::TempDir dir;
+  constexpr std::size_t kN = 444444;
+  auto host = random_vector<float>(kN, 10);
+  detail::DeviceBuffer src(kN * 4), dst(kN * 4);
+  upload(src.get(), host);
+  const std::string key = elementwise_problem(ElementwiseOp::kCopy, "f32", kN, 16).key();
+  auto held = std::make_shared<HeldTuner>(make_miss_tuner({.max_evals = 10, .max_seconds = 30}));
+  Options o;
+  o.database = dir.file("bg.db");
+  o.tune_on_miss = held;
+  o.tune_in_background = true;
+  Runtime rt(o);
+  const Choice before = rt.explain("elementwise", key);
+  EXPECT_NE(before.step, LookupStep::kExact);
+  rt.copy(dst.as<float>(), src.as<const float>(), kN);  // returns with the tuner still held
+  testing::synchronize();
+  EXPECT_EQ(download<float>(dst.get(), kN), host);
+  EXPECT_EQ(held->runs.load(), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!held->started && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(held->started.load()) << "the miss was not queued";
+  EXPECT_EQ(rt.explain("elementwise", key).step, LookupStep::kCache);
+  EXPECT_EQ(rt.explain("elementwise", key).config, before.config);  // the chain's answer
+  held->release();
+  rt.wait_for_tuning();
+  EXPECT_EQ(held->runs.load(), 1);
+  const Choice after = rt.explain("elementwise", key);
+  EXPECT_EQ(after.step, LookupStep::kCache);
+  {
+    Options plain;
+    plain.database = o.database;
+    Runtime other(plain);
+    const Choice stored = other.explain("elementwise", key);
+    EXPECT_EQ(stored.step, LookupStep::kExact);
+    EXPECT_EQ(after.config, stored.config) << "the runtime did not switch to the tuned kernel";
+  }
+  std::vector<float> zeros(kN, 0.0f);
+  upload(dst.get(), zeros);
+  rt.copy(dst.as<float>(), src.as<const float>(), kN);  // through the hot map's new entry
+  testing::synchronize();
+  EXPECT_EQ(download<float>(dst.get(), kN), host);
+  rt.copy(dst.as<float>(), src.as<const float>(), kN);
+  rt.wait_for_tuning();
+  EXPECT_EQ(held->runs.load(), 1) << "tuned twice";
+  // Background tuning takes a tuner.
+  Options none;
+  none.use_database = false;
+  none.tune_in_background = true;
+  EXPECT_THROW(Runtime{none}, Error);
 }
 
 // The tuner gives back the device memory it uses: free memory after each tuning run is what it

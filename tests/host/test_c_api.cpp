@@ -86,6 +86,16 @@ TEST(CApi, TuneOnMissOptionsAreCheckedBeforeAnythingStarts) {
   EXPECT_EQ(ktune_runtime_create(&o, &rt), KTUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(ktune_last_error()).find("max_seconds"), std::string::npos)
       << ktune_last_error();
+  // Background tuning takes tune_on_miss.
+  o.tune_max_seconds = 0;
+  o.tune_on_miss = 0;
+  o.tune_in_background = 1;
+  EXPECT_EQ(ktune_runtime_create(&o, &rt), KTUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ktune_last_error()).find("tune_in_background takes tune_on_miss"),
+            std::string::npos)
+      << ktune_last_error();
+  o.tune_in_background = 0;
+  o.tune_on_miss = 1;
   // A caller built against the struct before these fields (its size ends at family_files) never
   // tunes, whatever lies past its struct.
   o.tune_max_seconds = 0;
