@@ -729,13 +729,14 @@ int main(int argc, char** argv) {
       "record the file they came from."));
   auto* db_kt = db_cmd->add_subcommand(
       "import-kerneltuner",
-      "import a Kernel Tuner cache file (tune_kernel(..., cache=FILE)) as results of a family "
-      "whose parameters match");
+      "import a Kernel Tuner cache file (tune_kernel(..., cache=FILE)) or T4 results file "
+      "(store_output_file) as results of a family whose parameters match");
   add_common(db_kt, common, false);
   ktune::KernelTunerImport kt;
   std::string kt_cc;
   std::vector<std::string> kt_rename;
-  db_kt->add_option("file", db_file, "the Kernel Tuner cache file (JSON)")->required();
+  db_kt->add_option("file", db_file, "the Kernel Tuner cache file, or T4 results file (JSON)")
+      ->required();
   db_kt->add_option("--family", kt.family, "the ktune family (with --family-file for your own)")
       ->required();
   db_kt
@@ -752,7 +753,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::Range(1, 100000));
   db_kt->add_option("--gpu", kt.device_name,
-                    "the GPU's name as ktune devices prints it (default: the cache's device_name)");
+                    "the GPU's name as ktune devices prints it (default: the cache's device_name; "
+                    "needed for T4 results, which do not name it)");
   db_kt
       ->add_option("--rename", kt_rename,
                    "KT=OURS: the cache's parameter KT is the family's OURS (repeatable)")

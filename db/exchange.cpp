@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -644,12 +645,111 @@ ImportSource read_kerneltuner(const std::string& path, const KernelTunerImport& 
   return out;
 }
 
+namespace {
+
+// Kernel Tuner's T4 output (store_output_file, the T4 auto-tuning results schema 1.0.0) as a cache
+// document: the configurations keyed "results[i]", each with its parameters, its time (the "time"
+// measurement, else the median of its runtimes) or the failure its invalidity names, its runtimes,
+// compile time and timestamp. T4 does not name the GPU: `device_name` must be given.
+Json t4_as_cache(const Json& doc, const std::string& what, const std::string& device_name) {
+  if (device_name.empty())
+    invalid(what + ": a T4 results file does not name the GPU; give its name (--gpu)");
+  if (doc.contains("metadata") && doc["metadata"].is_object() &&
+      doc["metadata"].contains("timeunit")) {
+    const Json& unit = doc["metadata"]["timeunit"];
+    if (!unit.is_string() || unit.get<std::string>() != "milliseconds")
+      invalid(what + ": metadata.timeunit: " + unit.dump() +
+              "; ktune reads T4 times in milliseconds (as Kernel Tuner writes them)");
+  }
+  if (!doc["results"].is_array()) invalid(what + ": results: not a list");
+  // T4's invalidity, as the failure Kernel Tuner's cache would hold.
+  const std::map<std::string, std::string> failures = {{"compile", "CompilationFailedConfig"},
+                                                       {"runtime", "RuntimeFailedConfig"},
+                                                       {"constraints", "InvalidConfig"},
+                                                       {"timeout", "Timeout"},
+                                                       {"correctness", "WrongResult"}};
+  Json out = {{"device_name", device_name}, {"cache", Json::object()}};
+  Json keys = Json::array();
+  std::size_t i = 0;
+  for (const Json& r : doc["results"]) {
+    const std::string label = "results[" + std::to_string(i++) + "]";
+    const std::string at = what + ": " + label;
+    if (!r.is_object()) invalid(at + ": not an object");
+    if (!r.contains("configuration") || !r["configuration"].is_object())
+      invalid(at + ": configuration: missing or not an object");
+    const Json& config = r["configuration"];
+    Json names = Json::array();
+    for (const auto& item : config.items()) names.push_back(item.key());
+    if (keys.empty())
+      keys = names;
+    else if (names != keys)
+      invalid(at + ": configuration: its parameters " + names.dump() + " are not those of " +
+              "results[0] " + keys.dump());
+    Json entry = config;
+    if (!r.contains("invalidity") || !r["invalidity"].is_string())
+      invalid(at + ": invalidity: missing or not a string");
+    const std::string invalidity = r["invalidity"].get<std::string>();
+    std::vector<double> runtimes;
+    if (r.contains("times") && r["times"].is_object()) {
+      const Json& times = r["times"];
+      if (times.contains("runtimes")) {
+        if (!times["runtimes"].is_array()) invalid(at + ": times.runtimes: not a list");
+        for (const Json& t : times["runtimes"]) {
+          if (!t.is_number()) invalid(at + ": times.runtimes: a value that is not a number");
+          runtimes.push_back(t.get<double>());
+        }
+      }
+      for (const char* c : {"compilation", "compilation_time"})
+        if (times.contains(c) && times[c].is_number()) entry["compile_time"] = times[c];
+    }
+    if (invalidity == "correct") {
+      std::optional<double> time;
+      if (r.contains("measurements") && r["measurements"].is_array())
+        for (const Json& m : r["measurements"])
+          if (m.is_object() && m.contains("name") && m["name"] == "time") {
+            if (!m.contains("value") || !m["value"].is_number())
+              invalid(at + ": measurements: time: not a number");
+            if (m.contains("unit") && m["unit"].is_string() && m["unit"] != "ms" && m["unit"] != "")
+              invalid(at + ": measurements: time: unit " + m["unit"].dump() +
+                      "; ktune reads milliseconds");
+            time = m["value"].get<double>();
+          }
+      if (!time && !runtimes.empty()) {
+        std::vector<double> sorted = runtimes;
+        std::sort(sorted.begin(), sorted.end());
+        const std::size_t n = sorted.size();
+        time = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+      }
+      if (!time) invalid(at + ": neither a time measurement nor times.runtimes");
+      entry["time"] = *time;
+      if (!runtimes.empty()) entry["times"] = runtimes;
+    } else {
+      const auto f = failures.find(invalidity);
+      if (f == failures.end())
+        invalid(at + ": invalidity: '" + invalidity + "' is not one of T4's (correct, compile, " +
+                "runtime, constraints, timeout, correctness)");
+      entry["time"] = f->second;
+    }
+    if (r.contains("timestamp")) entry["timestamp"] = r["timestamp"];
+    out["cache"][label] = std::move(entry);
+  }
+  out["tune_params_keys"] = keys;
+  return out;
+}
+
+}  // namespace
+
 ImportSource parse_kerneltuner(std::string_view text, const std::string& what,
                                const KernelTunerImport& o) {
-  const Json doc = parse_json(text, what);
+  Json doc = parse_json(text, what);
+  // T4 results (store_output_file): read as the cache they describe.
+  const bool t4 = doc.is_object() && doc.contains("results") && doc.contains("schema_version") &&
+                  !doc.contains("cache");
+  if (t4) doc = t4_as_cache(doc, what, o.device_name);
   if (!doc.is_object() || !doc.contains("cache") || !doc["cache"].is_object())
     invalid(what + ": not a Kernel Tuner cache file (a JSON object with \"cache\", written by " +
-            "tune_kernel(..., cache=FILE))");
+            "tune_kernel(..., cache=FILE)), nor T4 results (\"results\" and \"schema_version\", " +
+            "written by store_output_file)");
   const Family& family = find_family(o.family);
   const Problem problem = family.parse_problem(o.problem);
   std::string device = o.device_name;
@@ -696,17 +796,20 @@ ImportSource parse_kerneltuner(std::string_view text, const std::string& what,
             "Kernel Tuner results import into family files' families and gemm");
   const std::string unit = family.metric_unit();
   // Kernel Tuner's failures, stored in place of the time.
-  const std::map<std::string, std::string> failures = {
-      {"InvalidConfig", status::kInvalid},
-      {"CompilationFailedConfig", status::kCompileError},
-      {"RuntimeFailedConfig", status::kLaunchError}};
+  std::map<std::string, std::string> failures = {{"InvalidConfig", status::kInvalid},
+                                                 {"CompilationFailedConfig", status::kCompileError},
+                                                 {"RuntimeFailedConfig", status::kLaunchError}};
+  if (t4) {  // T4's invalidity timeout and correctness, which a cache never holds
+    failures["Timeout"] = status::kTimeout;
+    failures["WrongResult"] = status::kWrongResult;
+  }
   DeviceLimits limits = DeviceLimits::for_arch(o.cc_major, o.cc_minor);
   limits.sm_count = o.sm_count;
   Json results = Json::array();
   std::vector<std::string> keys;  // the cache key of each result, for the errors
   std::size_t skipped = 0;
   for (const auto& [key, entry] : doc["cache"].items()) {
-    const std::string at = what + ": cache[\"" + key + "\"]";
+    const std::string at = what + ": " + (t4 ? key : "cache[\"" + key + "\"]");
     if (!entry.is_object()) invalid(at + ": not an object");
     Json parameters = Json::object();
     for (const auto& [kt, ours] : names) {
@@ -794,7 +897,8 @@ ImportSource parse_kerneltuner(std::string_view text, const std::string& what,
     if (message.rfind(mark, 0) == 0) {
       const std::size_t end = message.find(']', mark.size());
       const std::size_t i = std::stoul(message.substr(mark.size(), end - mark.size()));
-      message = what + ": cache[\"" + keys.at(i) + "\"]" + message.substr(end + 1);
+      message = what + ": " + (t4 ? keys.at(i) : "cache[\"" + keys.at(i) + "\"]") +
+                message.substr(end + 1);
     }
     throw Error(e.code(), message);
   }

@@ -1,4 +1,4 @@
-// libFuzzer target: JSON import (ktune-results, and the Kernel Tuner cache converter). Every
+// libFuzzer target: JSON import (ktune-results, and the Kernel Tuner cache and T4 converter). Every
 // document is either parsed and checked entry by entry or rejected with ktune::Error naming the
 // entry and field; nothing else may happen.
 #include <cstddef>
@@ -26,6 +26,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }();
   try {
     (void)ktune::parse_kerneltuner(text, "fuzz input", kt);
+  } catch (const ktune::Error&) {
+  }
+  // With the GPU named, as T4 results need (--gpu).
+  static const ktune::KernelTunerImport named = [] {
+    ktune::KernelTunerImport o = kt;
+    o.device_name = "NVIDIA H100 80GB HBM3";
+    return o;
+  }();
+  try {
+    (void)ktune::parse_kerneltuner(text, "fuzz input", named);
   } catch (const ktune::Error&) {
   }
   return 0;

@@ -104,6 +104,95 @@ TEST(KernelTunerImport, EveryConfigurationOfTheCacheBecomesAResult) {
   EXPECT_NE(q.out.find("PAD=1,ROWS=8,TILE=32"), std::string::npos) << q.out;
 }
 
+// Kernel Tuner's T4 output (store_output_file) of the same tuning: configurations, their invalidity
+// and runtimes, the "time" measurement; it does not name the GPU, so --gpu is needed.
+std::string t4(const std::string& results, const std::string& unit = "milliseconds") {
+  return R"({"schema_version": "1.0.0", "metadata": {"timeunit": ")" + unit +
+         R"("}, "results": [)" + results + "]}";
+}
+
+const std::string kGoodT4 = R"(
+  {"timestamp": "2026-11-20 10:00:00.000000+00:00",
+   "configuration": {"block_size_x": 32, "rows_per_thread": 8, "PAD": 1},
+   "times": {"compilation": 412.5, "benchmark": 3.1, "framework": 0.2, "search_algorithm": 0.01,
+             "validation": 0, "runtimes": [0.030, 0.025, 0.024, 0.026, 0.025]},
+   "invalidity": "correct", "correctness": 1,
+   "measurements": [{"name": "time", "value": 0.0251, "unit": "ms"}], "objectives": ["time"]},
+  {"configuration": {"block_size_x": 32, "rows_per_thread": 4, "PAD": 0},
+   "times": {"compilation": 400, "runtimes": []}, "invalidity": "correct", "correctness": 1,
+   "measurements": [{"name": "time", "value": 0.031, "unit": "ms"}], "objectives": ["time"]},
+  {"configuration": {"block_size_x": 32, "rows_per_thread": 2, "PAD": 0},
+   "times": {"runtimes": [0.05, 0.04, 0.06]}, "invalidity": "correct", "correctness": 1,
+   "measurements": [], "objectives": ["time"]},
+  {"configuration": {"block_size_x": 16, "rows_per_thread": 32, "PAD": 0},
+   "times": {"runtimes": []}, "invalidity": "constraints", "correctness": 1,
+   "measurements": [], "objectives": ["time"]},
+  {"configuration": {"block_size_x": 16, "rows_per_thread": 2, "PAD": 1},
+   "times": {"runtimes": []}, "invalidity": "compile", "correctness": 1, "measurements": [],
+   "objectives": ["time"]},
+  {"configuration": {"block_size_x": 16, "rows_per_thread": 4, "PAD": 1},
+   "times": {"runtimes": []}, "invalidity": "timeout", "correctness": 1, "measurements": [],
+   "objectives": ["time"]})";
+
+TEST(KernelTunerImport, T4ResultsImportAsTheCacheWouldWithTheGpuNamed) {
+  ktune::testing::TempDir dir;
+  const std::string file = dir.file("t4.json");
+  std::ofstream(file) << t4(kGoodT4);
+  std::vector<std::string> extra = kUsual;
+  // Without --gpu: refused, nothing created.
+  auto unnamed = run_cli(command(file, dir.file("t.db"), extra));
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.err.find("does not name the GPU"), std::string::npos) << unnamed.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t.db")));
+  extra.insert(extra.end(), {"--gpu", "NVIDIA H100 80GB HBM3"});
+  auto r = run_cli(command(file, dir.file("t.db"), extra));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("6 configurations; 5 added"), std::string::npos) << r.out;
+  ktune::Database db(dir.file("t.db"), ktune::Database::Mode::kReadOnly);
+  std::map<std::string, ktune::ResultRecord> rows;
+  for (const auto& row : db.results({}))
+    if (row.family == "transpose") rows[row.config] = row;
+  ASSERT_EQ(rows.size(), 5u);
+  const auto& best = rows.at("PAD=1,ROWS=8,TILE=32");
+  EXPECT_EQ(best.status, "ok");
+  EXPECT_DOUBLE_EQ(best.time_median_ms, 0.025);  // the median of the runtimes
+  EXPECT_DOUBLE_EQ(best.time_min_ms, 0.024);
+  EXPECT_EQ(best.repeats, 5);
+  EXPECT_DOUBLE_EQ(rows.at("PAD=0,ROWS=4,TILE=32").time_median_ms, 0.031);  // the measurement
+  EXPECT_DOUBLE_EQ(rows.at("PAD=0,ROWS=2,TILE=32").time_median_ms, 0.05);   // runtimes only
+  EXPECT_EQ(rows.at("PAD=1,ROWS=2,TILE=16").status, "compile_error");
+  EXPECT_EQ(rows.at("PAD=1,ROWS=4,TILE=16").status, "timeout");
+  EXPECT_EQ(best.device.name, "NVIDIA H100 80GB HBM3");
+  // Bad T4 files: refused whole, naming the result and field.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {t4(kGoodT4, "seconds"), "metadata.timeunit"},
+      {t4(R"({"configuration": {"block_size_x": 32, "rows_per_thread": 8, "PAD": 1},
+              "times": {}, "invalidity": "odd", "correctness": 1})"),
+       "results[0]: invalidity: 'odd'"},
+      {t4(R"({"configuration": {"block_size_x": 32, "rows_per_thread": 8, "PAD": 1},
+              "times": {"runtimes": []}, "invalidity": "correct", "correctness": 1,
+              "measurements": []})"),
+       "results[0]: neither a time"},
+      {t4(R"({"configuration": {"block_size_x": 32, "rows_per_thread": 8, "PAD": 1},
+              "times": {"runtimes": [0.02]}, "invalidity": "correct", "correctness": 1},
+             {"configuration": {"block_size_x": 32, "PAD": 1},
+              "times": {"runtimes": [0.02]}, "invalidity": "correct", "correctness": 1})"),
+       "results[1]: configuration"},
+      {t4(R"({"configuration": {"block_size_x": 16, "rows_per_thread": 32, "PAD": 0},
+              "times": {"runtimes": [0.02]}, "invalidity": "correct", "correctness": 1})"),
+       "results[0].config"},
+  };
+  for (const auto& [text, names] : bad) {
+    ktune::testing::TempDir d2;
+    const std::string f2 = d2.file("t4.json");
+    std::ofstream(f2) << text;
+    auto b = run_cli(command(f2, d2.file("t.db"), extra));
+    EXPECT_EQ(b.exit_code, 2) << text << "\n" << b.err;
+    EXPECT_NE(b.err.find(names), std::string::npos) << names << " not in: " << b.err;
+    EXPECT_FALSE(std::filesystem::exists(d2.file("t.db")));
+  }
+}
+
 TEST(KernelTunerImport, BadCachesAreRefusedWholeNamingTheKeyAndField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       // A configuration measured ok that the family refuses (ROWS must divide TILE).
