@@ -509,6 +509,11 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
   const std::vector<const Family*> families =
       family_name.empty() ? all_families() : std::vector<const Family*>{&find_family(family_name)};
   for (const Family* family : families) {
+    // A family whose instructions this architecture lacks: nothing to compile, nothing wrong.
+    if (const std::string why = family->unsupported(limits); !why.empty()) {
+      std::cout << family->name() << ": no kernels for " << arch << ": " << why << "\n";
+      continue;
+    }
     for (const Problem& problem : family->check_problems()) {
       SearchSpace space(*family, problem, limits);
       std::map<std::string, std::vector<const Config*>> by_name;

@@ -90,6 +90,10 @@ class Family {
   virtual std::string origin() const { return "built-in"; }
   // The sources: by default the embedded template source_file() and the headers it includes.
   virtual SourceSet sources() const;
+  // Why the family has no kernel for GPUs of these limits (its instructions do not exist there:
+  // gemm_tc's wgmma off sm_90), or "" where it has. `ktune check` skips such an architecture and
+  // says so instead of failing; reject() refuses every configuration there with this reason.
+  virtual std::string unsupported(const DeviceLimits& /*limits*/) const { return {}; }
   // The target NVRTC compiles for on a device of `arch` ("sm_90"): the family's kernels may need
   // the architecture-specific one ("sm_90a", for wgmma), whose CUBIN runs on that device only.
   virtual std::string compile_arch(const std::string& arch) const { return arch; }

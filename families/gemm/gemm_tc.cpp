@@ -310,8 +310,14 @@ class GemmTcFamily final : public TcFamilyBase {
     return out;
   }
 
+  std::string unsupported(const DeviceLimits& limits) const override {
+    return limits.cc_major == 9
+               ? ""
+               : "needs sm_90 (wgmma and the TMA; gemm_tc80 serves sm_80 to sm_89)";
+  }
+
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
-    if (limits.cc_major != 9) return "needs sm_90 (wgmma and the TMA)";
+    if (std::string why = unsupported(limits); !why.empty()) return why;
     const Tile t = tile_of(c);
     if (t.pingpong && t.consumers != 2) return "PINGPONG takes two consumer warpgroups";
     if (t.wm / 64 * t.bn > 256) return "more accumulators than the registers hold";
@@ -451,8 +457,12 @@ class GemmTc80Family final : public TcFamilyBase {
     return out;
   }
 
+  std::string unsupported(const DeviceLimits& limits) const override {
+    return limits.cc_major >= 8 ? "" : "needs sm_80 or later (mma.sync of bf16 and tf32, cp.async)";
+  }
+
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
-    if (limits.cc_major < 8) return "needs sm_80 or later (mma.sync of bf16 and tf32, cp.async)";
+    if (std::string why = unsupported(limits); !why.empty()) return why;
     const MmaTile t = mma_tile_of(c);
     if (t.bm / t.warps_m < 16 || t.bn / t.warps_n < 16) return "a warp's part under 16 x 16";
     if (t.accumulators() > 128) return "more accumulators than the registers hold";

@@ -174,6 +174,11 @@ TEST(Cli, CheckCompilesTheTensorCoreFallbackForSm80AndSm89) {
         << r.out;  // the default for tf32
     EXPECT_EQ(r.out.find(" spills"), std::string::npos) << arch << r.out;
   }
+  // gemm_tc has no kernels there (wgmma): said, not a failure.
+  auto wgmma = run_cli({"check", "--family", "gemm_tc", "--arch", "sm_80", "--quiet"});
+  EXPECT_EQ(wgmma.exit_code, 0) << wgmma.out << wgmma.err;
+  EXPECT_NE(wgmma.out.find("gemm_tc: no kernels for sm_80: needs sm_90"), std::string::npos)
+      << wgmma.out;
 }
 
 // The run is a replay of a synthetic recording (standing in for GPU measurements), paced at 2 ms
