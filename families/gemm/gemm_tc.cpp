@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -246,6 +247,19 @@ class TcFamilyBase : public Family {
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
                                           KernelCache& cache) const override;
+
+ protected:
+  // The name expression of `kernel` (ktune::tc::gemm_tc, ktune::tc80::gemm_tc80): the problem's
+  // IN, OUT, MNX, MNY and BATCHED, then the values of `params` in order.
+  std::string instantiation(const std::string& kernel, const Config& c, const Problem& p,
+                            std::initializer_list<const char*> params) const {
+    const std::string& op = p.attr("op");
+    std::string s = kernel + "<" + std::to_string(in_code(p.attr("dtype"))) + ", " +
+                    std::to_string(out_code(p.attr("out"))) + ", " + std::to_string(mn_x(op)) +
+                    ", " + std::to_string(mn_y(op)) + ", " + std::to_string(batch_of(p) > 1);
+    for (const char* name : params) s += ", " + std::to_string(get(c, name));
+    return s + ">";
+  }
 };
 
 void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call, CUstream stream);
@@ -342,13 +356,8 @@ class GemmTcFamily final : public TcFamilyBase {
   }
 
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    const int in = in_code(p.attr("dtype")), out = out_code(p.attr("out"));
-    auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
-    const std::string& op = p.attr("op");
-    return {"ktune::tc::gemm_tc<" + std::to_string(in) + ", " + std::to_string(out) + ", " +
-            std::to_string(mn_x(op)) + ", " + std::to_string(mn_y(op)) + ", " +
-            std::to_string(batch_of(p) > 1 ? 1 : 0) + arg("BN") + arg("WM") + arg("CONSUMERS") +
-            arg("STAGES") + arg("GROUP") + arg("CLUSTER") + arg("PINGPONG") + ">"};
+    return {instantiation("ktune::tc::gemm_tc", c, p,
+                          {"BN", "WM", "CONSUMERS", "STAGES", "GROUP", "CLUSTER", "PINGPONG"})};
   }
 
   // The 128 x 256 tile of two consumer warpgroups sharing it, four stages (the fastest at
@@ -487,13 +496,8 @@ class GemmTc80Family final : public TcFamilyBase {
   }
 
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    const int in = in_code(p.attr("dtype")), out = out_code(p.attr("out"));
-    auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
-    const std::string& op = p.attr("op");
-    return {"ktune::tc80::gemm_tc80<" + std::to_string(in) + ", " + std::to_string(out) + ", " +
-            std::to_string(mn_x(op)) + ", " + std::to_string(mn_y(op)) + ", " +
-            std::to_string(batch_of(p) > 1 ? 1 : 0) + arg("BM") + arg("BN") + arg("WARPS_M") +
-            arg("WARPS_N") + arg("STAGES") + arg("GROUP") + ">"};
+    return {instantiation("ktune::tc80::gemm_tc80", c, p,
+                          {"BM", "BN", "WARPS_M", "WARPS_N", "STAGES", "GROUP"})};
   }
 
   // 128 x 128 tiles of four warps of 64 x 64, three stages (96 KiB: within sm_89's 99); groups

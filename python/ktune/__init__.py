@@ -364,7 +364,7 @@ def _copy_torch(dst, src):
     device = dst.get_device()
     if src.get_device() != device:
         return None
-    rt = _runtimes.get(device) or runtime(device)
+    rt = runtime(device)
     check(fn(rt.handle, dst.data_ptr(), src.data_ptr(), n, _torch_stream(torch, device)))
     return dst
 
