@@ -150,6 +150,13 @@ class Family {
   virtual Config adapt(const Config& config, const Problem&, const DeviceLimits&) const {
     return config;
   }
+  // How far the winner of `tuned` is from `target` as a first candidate of the tuner (its
+  // transfer seeds go nearest first): by default problem_distance, which keeps problems of other
+  // attributes out (infinite). A family whose kernels behave alike across an attribute says so
+  // (gemm_tc: bf16 and fp16 run the same tiles at the same speed).
+  virtual double transfer_distance(const Problem& target, const Problem& tuned) const {
+    return problem_distance(target, tuned);
+  }
   // The lookup's predicted step ranks the winners of tuned problems on a problem nobody tuned by
   // the time a model gives them. predict_ms: the time `candidate` would take on `target`, from
   // `measured`, a configuration measured at `measured_ms` on `tuned` (candidate is measured or a

@@ -154,7 +154,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         if (r.device_id == device_id) {
           const bool earlier = r.problem == key && r.template_hash != hash;
           if (!earlier && (r.problem == key || r.template_hash != hash)) continue;
-          distance = earlier ? -1.0 : problem_distance(problem, family.parse_problem(r.problem));
+          distance =
+              earlier ? -1.0 : family.transfer_distance(problem, family.parse_problem(r.problem));
           if (!std::isfinite(distance)) continue;
         }
         Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);

@@ -1,9 +1,11 @@
 // Host tests: `ktune tune --measure-winners` measures the winners of the family's other problems
-// on one problem, adapted, and nothing else. The runner stands in a synthetic objective for the
+// on one problem, adapted, and nothing else; a plain tune starts from the nearest winners (the
+// family's transfer distance). The runner stands in a synthetic objective for the
 // GPU (no kernel is compiled or run): this tests which candidates the loop measures.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "db/database.hpp"
@@ -119,6 +121,60 @@ TEST(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
   const TuneSummary t = tune(db, again, gemm, target, o);
   EXPECT_EQ(t.evaluated, 0u);
   EXPECT_TRUE(again.measured.empty());
+}
+
+// A tune of a tensor-core shape starts from the winners nearest by the family's transfer distance:
+// the bf16 winner of the same shape before the fp16 winners of other sizes (bf16 and fp16 run the
+// same tiles alike), and nothing of gemm (another family) or of another op farther than those.
+TEST(Transfer, AnFp16TensorCoreShapeStartsFromTheBf16WinnerOfTheSameShape) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& tc = find_family("gemm_tc");
+  SyntheticRunner runner;
+  const std::int64_t device_id = db.ensure_device(runner.device());
+  auto put = [&](const std::string& key, const std::string& config) {
+    ResultRecord r;
+    r.device_id = device_id;
+    r.family = "gemm_tc";
+    r.template_hash = tc.template_hash();
+    r.problem = tc.parse_problem(key).key();
+    r.config = config;
+    r.status = "ok";
+    r.time_median_ms = r.time_min_ms = r.time_max_ms = 1.0;
+    r.metric = 1;
+    r.unit = "TFLOPS";
+    db.put_result(r);
+  };
+  const std::string bf16_same =
+      "BN=256,CLUSTER=1,CONSUMERS=2,GROUP=1,PERSIST=0,PINGPONG=0,STAGES=4,WM=64";
+  const std::string f16_bigger =
+      "BN=128,CLUSTER=2,CONSUMERS=2,GROUP=8,PERSIST=1,PINGPONG=0,STAGES=5,WM=64";
+  const std::string tf32_same =
+      "BN=128,CLUSTER=1,CONSUMERS=2,GROUP=8,PERSIST=0,PINGPONG=1,STAGES=6,WM=128";
+  const std::string f16_other_op =
+      "BN=64,CLUSTER=1,CONSUMERS=1,GROUP=1,PERSIST=0,PINGPONG=0,STAGES=3,WM=64";
+  put("align=8;batch=1;dtype=f16;k=4096;m=4096;n=4096;op=tn;out=f16", f16_bigger);
+  put("align=8;batch=1;dtype=bf16;k=2048;m=2048;n=2048;op=tn;out=bf16", bf16_same);
+  put("align=4;batch=1;dtype=tf32;k=2048;m=2048;n=2048;op=tn;out=f32", tf32_same);
+  put("align=8;batch=1;dtype=f16;k=8192;m=8192;n=8192;op=nn;out=f16", f16_other_op);
+
+  TuneOptions o;
+  o.strategy = "random";
+  o.progress = false;
+  o.max_evals = 4;
+  const Problem target =
+      tc.parse_problem("align=8;batch=1;dtype=f16;k=2048;m=2048;n=2048;op=tn;out=f16");
+  const TuneSummary s = tune(db, runner, tc, target, o);
+  EXPECT_EQ(s.seeded, 4u);
+  // bf16 of the shape (0.25), tf32 of the shape (1 for the type, 1 for C in f32, 0.85 for the
+  // alignment), fp16 at 4096^3 (3 doublings of about 1 each), fp16 nn at 8192^3 (6 + 1).
+  const std::vector<std::string> want = {bf16_same, tf32_same, f16_bigger, f16_other_op};
+  EXPECT_EQ(runner.measured, want);
+
+  // Another family keeps its own rule: gemm seeds nothing from a problem of another dtype.
+  EXPECT_FALSE(std::isfinite(find_family("gemm").transfer_distance(
+      find_family("gemm").parse_problem("align=4;dtype=f32;k=64;m=64;n=64;op=nn"),
+      find_family("gemm").parse_problem("align=2;dtype=f64;k=64;m=64;n=64;op=nn"))));
 }
 
 }  // namespace
