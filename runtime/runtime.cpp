@@ -397,12 +397,42 @@ struct Runtime::Impl {
       gemm_tc_scale_launch(*kernels->get(r), call, stream);
       return;
     }
-    if (tf32 && (!call.trans_a || call.trans_b))
-      throw Error(ErrorCode::kUnsupported,
-                  what +
-                      ": tf32 takes both operands k-contiguous (the kernels read tf32 k-major "
-                      "only): column-major op_a = T and op_b = N, or row-major op_a = N and "
-                      "op_b = T (x @ w.T)");
+    // Scratch memory of the stream's pool (aligned or transposed operands), returned after the
+    // GEMM is queued.
+    std::vector<CUdeviceptr> copies;
+    const auto release = [&] {
+      for (const CUdeviceptr p : copies)
+        detail::check(detail::driver().cuMemFreeAsync(p, stream), "cuMemFreeAsync (gemm_ex)");
+    };
+    if (tf32 && (!call.trans_a || call.trans_b)) {
+      // The tensor cores read tf32 operands k-major only: an operand stored the other way is
+      // first transposed into scratch (k-contiguous, its leading dimension k rounded up to 16
+      // bytes, its matrices packed), and the product runs as op tn.
+      try {
+        const auto kernel = kernels->get(gemm_tc_transpose_request(device->limits().arch()));
+        const Kernel& t = *kernel;
+        const std::int64_t ldt = (call.k + align - 1) / align * align;
+        auto transpose = [&](const void*& ptr, std::int64_t& ld, std::int64_t& stride,
+                             std::int64_t mn) {
+          const CUdeviceptr dst =
+              detail::scratch_alloc(static_cast<std::size_t>(ldt * mn * 4 * call.batch), stream);
+          copies.push_back(dst);
+          gemm_tc_transpose_launch(t, ptr, ld, stride, reinterpret_cast<void*>(dst), ldt, ldt * mn,
+                                   mn, call.k, call.batch, stream);
+          ptr = reinterpret_cast<const void*>(dst);
+          ld = ldt;
+          stride = ldt * mn;
+        };
+        // A stored m x k (op_a = N) and B stored n x k (op_b = T), column-major.
+        if (!call.trans_a) transpose(call.a, call.lda, call.stride_a, call.m);
+        if (call.trans_b) transpose(call.b, call.ldb, call.stride_b, call.n);
+      } catch (...) {
+        release();
+        throw;
+      }
+      call.trans_a = true;
+      call.trans_b = false;
+    }
     const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
     const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |
@@ -417,11 +447,6 @@ struct Runtime::Impl {
     // An operand the TMA cannot read (its pointer, leading dimension or batch stride not a
     // multiple of 16 bytes) is copied first into aligned scratch, its leading dimension rounded up
     // and its matrices packed; the scratch goes back to the stream's pool after the GEMM.
-    std::vector<CUdeviceptr> copies;
-    const auto release = [&] {
-      for (const CUdeviceptr p : copies)
-        detail::check(detail::driver().cuMemFreeAsync(p, stream), "cuMemFreeAsync (gemm_ex)");
-    };
     const std::int64_t elem = tf32 ? 4 : 2;
     auto repack = [&](const void*& ptr, std::int64_t& ld, std::int64_t& stride, std::int64_t rows,
                       std::int64_t cols) {

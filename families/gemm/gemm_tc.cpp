@@ -875,6 +875,29 @@ void gemm_tc_scale_launch(const Kernel& kernel, const TcCall& call, CUstream str
   }
 }
 
+CompileRequest gemm_tc_transpose_request(const std::string& arch) {
+  CompileRequest r;
+  r.source_name = "tc_transpose.cuh";
+  r.source = template_source(r.source_name);
+  r.name_expressions = {"ktune::tc::tc_transpose32"};
+  r.arch = arch;
+  return r;
+}
+
+void gemm_tc_transpose_launch(const Kernel& kernel, const void* src, std::int64_t lds,
+                              std::int64_t src_stride, void* dst, std::int64_t ldd,
+                              std::int64_t dst_stride, std::int64_t rows, std::int64_t cols,
+                              std::int64_t batch, CUstream stream) {
+  if (rows <= 0 || cols <= 0 || batch <= 0) return;
+  long long ls = lds, ss = src_stride, ld = ldd, sd = dst_stride, nb = batch;
+  int r = static_cast<int>(rows), c = static_cast<int>(cols);
+  void* params[] = {&src, &ls, &ss, &dst, &ld, &sd, &r, &c, &nb};
+  const auto grid_x = static_cast<unsigned>((rows + 31) / 32);
+  const auto grid_y = static_cast<unsigned>(std::min<std::int64_t>((cols + 31) / 32, 65535));
+  const auto grid_z = static_cast<unsigned>(std::min<std::int64_t>(batch, 65535));
+  kernel.launch(0, grid_x, grid_y, grid_z, 32, 8, 1, 0, stream, params);
+}
+
 std::vector<TcShape> gemm_tc_suite() {
   return {{4096, 4096, 4096}, {8192, 8192, 8192}, {2048, 2048, 2048},  {1024, 1024, 1024},
           {4095, 4095, 4095}, {8192, 8192, 1024}, {4096, 4096, 16384}, {16384, 1024, 4096}};

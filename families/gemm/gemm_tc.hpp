@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "platform/device.hpp"
+#include "platform/nvrtc.hpp"
 #include "platform/problem.hpp"
 
 namespace ktune {
@@ -85,6 +86,16 @@ const Family& gemm_tc_family_for(const DeviceLimits& limits);
 // gemm_tc_scale_name(out) in the family's source.
 std::string gemm_tc_scale_name(const std::string& out);
 void gemm_tc_scale_launch(const Kernel& kernel, const TcCall& call, CUstream stream);
+
+// dst = src^T for `batch` matrices of 32-bit words (src rows x cols column-major, leading
+// dimension lds; dst cols x rows, leading dimension ldd >= cols; matrices src_stride and
+// dst_stride elements apart), on `stream`: gemm_ex's tf32 operands that are not k-contiguous.
+// The kernel (tc_transpose.cuh) is its own source, outside the families' hashed ones.
+CompileRequest gemm_tc_transpose_request(const std::string& arch);
+void gemm_tc_transpose_launch(const Kernel& kernel, const void* src, std::int64_t lds,
+                              std::int64_t src_stride, void* dst, std::int64_t ldd,
+                              std::int64_t dst_stride, std::int64_t rows, std::int64_t cols,
+                              std::int64_t batch, CUstream stream);
 
 // The shapes `ktune tune gemm_tc --suite` and `ktune bench gemm --dtype bf16|f16|tf32` use.
 struct TcShape {

@@ -111,9 +111,9 @@ KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a,
                                         int64_t ldc, ktune_stream stream);
 
 /* A and B of ab_type (KTUNE_DTYPE_BF16, _F16, or _TF32: float arrays) on the tensor cores, C of
- * c_type (KTUNE_DTYPE_F32, or ab_type for the 16-bit types), as Runtime::gemm_ex: sm_80 or later,
- * and for TF32 both operands k-contiguous (else KTUNE_UNSUPPORTED with the reason); operands not
- * aligned to 16 bytes are copied into aligned scratch first. */
+ * c_type (KTUNE_DTYPE_F32, or ab_type for the 16-bit types), as Runtime::gemm_ex: sm_80 or later
+ * (else KTUNE_UNSUPPORTED), any op; operands not aligned to 16 bytes are copied into aligned
+ * scratch first, TF32 operands that are not k-contiguous transposed into scratch first. */
 KTUNE_C_EXPORT ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b,
                                           int64_t m, int64_t n, int64_t k, float alpha,
                                           int ab_type, const void* a, int64_t lda, const void* b,

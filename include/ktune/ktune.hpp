@@ -128,12 +128,12 @@ class Runtime {
   // A and B of ab_type (kBF16 or kF16: __nv_bfloat16 or __half; kTF32: float), fp32
   // accumulation, C of c_type (kF32, or ab_type for the 16-bit types); alpha and beta in float.
   // Family gemm_tc (wgmma, TMA) on sm_90 (H100, H200), gemm_tc80 (mma.sync, cp.async) on sm_80,
-  // sm_86, sm_89 and later GPUs; below sm_80 Error(kUnsupported). For kTF32 both operands
-  // k-contiguous (column-major op_a = T and op_b = N; row-major op_a = N and op_b = T, a
-  // row-major x @ w.T); other calls throw Error(kUnsupported) saying which. BLAS semantics
-  // otherwise, as gemm() (any op for the 16-bit types, any m, n, k, leading dimensions and
-  // alignment: an operand whose pointer or leading dimension is not a multiple of 16 bytes is
-  // first copied, on the stream, into aligned scratch memory of the device's pool).
+  // sm_86, sm_89 and later GPUs; below sm_80 Error(kUnsupported). BLAS semantics as gemm()
+  // (any op, any m, n, k, leading dimensions and alignment: an operand whose pointer or leading
+  // dimension is not a multiple of 16 bytes is first copied, on the stream, into aligned scratch
+  // memory of the device's pool). kTF32 operands are read k-contiguous (column-major op_a = T and
+  // op_b = N; row-major op_a = N and op_b = T, a row-major x @ w.T); one stored the other way is
+  // first transposed, on the stream, into scratch of the pool.
   void gemm_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                float alpha, DataType ab_type, const void* a, std::int64_t lda, const void* b,
                std::int64_t ldb, float beta, DataType c_type, void* c, std::int64_t ldc,

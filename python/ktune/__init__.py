@@ -257,8 +257,9 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, tf32=False, rt=None):
     accumulation, out of the same type or float32, any layout (rows or columns not aligned to
     16 bytes are copied to aligned scratch first).
     tf32=True multiplies float32 arrays as TF32 on the tensor cores (10 bits of mantissa, as
-    torch.backends.cuda.matmul.allow_tf32), float32 out; a must be row-major and b a transposed
-    view of a row-major array (x @ w.t(), as torch.nn.Linear computes).
+    torch.backends.cuda.matmul.allow_tf32), float32 out, any layout: the tensor cores read
+    tf32 operands k-contiguous only, so x @ w.t() (as torch.nn.Linear computes) goes straight in
+    and an operand stored the other way is first transposed into scratch memory.
     3-D a (batch, m, k) and b (batch, k, n) of those tensor-core types: out[i] = a[i] @ b[i] as
     torch.bmm, every product in one launch (a stride of 0, as from expand(), repeats a matrix).
     rt: a Runtime of your own (another database, tune on a miss) instead of the module's."""

@@ -100,8 +100,12 @@ def test_gemm_tf32_runs_x_at_w_t_on_the_tensor_cores():
         bad = int(((out.double() - want).abs() > bound + 1e-12).sum())
         assert bad == 0, f"tf32 {m}x{n}x{k}: {bad} elements off"
     raises(TypeError, ktune.gemm, x.double(), w.double().t(), tf32=True, contains="float32")
-    # tf32 operands are k-contiguous only: x @ v with v stored k x n is refused with the reason.
-    raises(ktune.Error, ktune.gemm, x, w.t().contiguous(), tf32=True, contains="k-contiguous")
+    # Operands that are not k-contiguous (v = w.t() stored k x n, x.t() of a k x m array) are
+    # transposed into scratch first: the same kernel on the same values, the same bits.
+    want_bits = ktune.gemm(x, w.t(), tf32=True)
+    v, xt = w.t().contiguous(), x.t().contiguous()
+    for a, b in ((x, v), (xt.t(), w.t()), (xt.t(), v)):
+        assert torch.equal(ktune.gemm(a, b, tf32=True), want_bits)
 
 
 def test_gemm_batched_equals_bmm():

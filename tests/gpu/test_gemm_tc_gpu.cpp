@@ -433,8 +433,9 @@ TEST(GemmTcGpu, GemmExRunsRowMajorXTimesWTransposedAndRefusesWhatItCannotServe) 
 
 // tf32 through Runtime::gemm_ex: float arrays of any values (not rounded to tf32 beforehand),
 // row-major y = x @ w.T, within the documented tolerance with its input term; unaligned operands
-// give the same bits (copied to aligned scratch first); tf32 with C of another type than f32, and
-// op nn, refused with kUnsupported.
+// give the same bits (copied to aligned scratch first), and so do the other ops and a batch (the
+// operands that are not k-contiguous transposed into scratch first); tf32 with C of another type
+// than f32 refused with kUnsupported.
 TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major != 9)
@@ -502,12 +503,50 @@ TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
     testing::synchronize();
     EXPECT_EQ(download<float>(dy.get(), static_cast<std::size_t>(m * n)), y);
   }
-  // tf32 operands are k-contiguous only (x @ v with v stored k x n is op nn).
-  EXPECT_EQ(code([&] {
-              rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, DataType::kTF32, px, k,
-                         pw, n, 0.0f, DataType::kF32, py, n);
-            }),
-            ErrorCode::kUnsupported);
+  // The other ops: an operand that is not k-contiguous is transposed into scratch first and the
+  // same tn kernel multiplies the same values, so every layout gives y's bits. v = w^T stored
+  // k x n (row-major op nn), xt = x^T stored k x m (op_a = T).
+  {
+    std::vector<float> v(static_cast<std::size_t>(k * n)), xt(static_cast<std::size_t>(k * m));
+    for (std::int64_t q = 0; q < k; ++q) {
+      for (std::int64_t j = 0; j < n; ++j)
+        v[static_cast<std::size_t>(q * n + j)] = w[static_cast<std::size_t>(j * k + q)];
+      for (std::int64_t i = 0; i < m; ++i)
+        xt[static_cast<std::size_t>(q * m + i)] = x[static_cast<std::size_t>(i * k + q)];
+    }
+    detail::DeviceBuffer dv(v.size() * 4), dxt(xt.size() * 4);
+    upload(dv.get(), v);
+    upload(dxt.get(), xt);
+    const void* pv = reinterpret_cast<const void*>(dv.get());
+    const void* pxt = reinterpret_cast<const void*>(dxt.get());
+    struct Case {
+      const char* name;
+      Op op_a, op_b;
+      const void *a, *b;
+      std::int64_t lda, ldb;
+    };
+    for (const Case& c : {Case{"x @ v (nn)", Op::kN, Op::kN, px, pv, k, n},
+                          Case{"xt^T @ w^T (tt)", Op::kT, Op::kT, pxt, pw, m, k},
+                          Case{"xt^T @ v (tn)", Op::kT, Op::kN, pxt, pv, m, n}}) {
+      upload(dy.get(), std::vector<float>(static_cast<std::size_t>(m * n), std::nanf("")));
+      rt.gemm_ex(Layout::kRowMajor, c.op_a, c.op_b, m, n, k, 1.0f, DataType::kTF32, c.a, c.lda, c.b,
+                 c.ldb, 0.0f, DataType::kF32, py, n);
+      testing::synchronize();
+      EXPECT_EQ(download<float>(dy.get(), static_cast<std::size_t>(m * n)), y) << c.name;
+    }
+    // A batch of two: x twice (m * k apart), one v for both (stride 0), transposed per matrix.
+    std::vector<float> x2(x);
+    x2.insert(x2.end(), x.begin(), x.end());
+    detail::DeviceBuffer dx2(x2.size() * 4), dy2(static_cast<std::size_t>(2 * m * n) * 4);
+    upload(dx2.get(), x2);
+    rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, DataType::kTF32,
+                               reinterpret_cast<const void*>(dx2.get()), k, m * k, pv, n, 0, 0.0f,
+                               DataType::kF32, reinterpret_cast<void*>(dy2.get()), n, m * n, 2);
+    testing::synchronize();
+    const auto y2 = download<float>(dy2.get(), static_cast<std::size_t>(2 * m * n));
+    EXPECT_EQ(std::vector<float>(y2.begin(), y2.begin() + m * n), y);
+    EXPECT_EQ(std::vector<float>(y2.begin() + m * n, y2.end()), y);
+  }
 }
 
 // Strided batches through Runtime::gemm_strided_batched_ex: row-major y_b = x_b @ w_b.T of 3

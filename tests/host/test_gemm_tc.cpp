@@ -225,6 +225,28 @@ TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
   }
 }
 
+// The transpose gemm_ex runs before a tf32 product whose operand is not k-contiguous: its own
+// source, compiled for every architecture the tensor-core families serve, without spills, and
+// outside the families' hashed sources (the tuned results do not depend on it).
+TEST(GemmTc, Tf32TransposeCompilesForEveryArchitectureAndStaysOutOfTheTemplateHash) {
+  for (const char* arch : {"sm_80", "sm_89", "sm_90"}) {
+    const CompileRequest r = gemm_tc_transpose_request(arch);
+    EXPECT_EQ(r.arch, arch);
+    CompileResult out;
+    ASSERT_NO_THROW(out = compile(r)) << arch;
+    ASSERT_EQ(out.resources.size(), 1u);
+    EXPECT_EQ(local_memory_reason(out.resources[0]), "") << arch;
+    EXPECT_EQ(out.resources[0].smem_static, 32 * 33 * 4) << arch;
+  }
+  for (const char* family : {"gemm_tc", "gemm_tc80"}) {
+    const Family& f = find_family(family);
+    const Problem p = gemm_tc_problem("tf32", "f32", true, false, 64, 64, 64, 4);
+    const CompileRequest r = f.compile_request(f.default_config(p, kH100), p, "sm_90");
+    EXPECT_EQ(r.source.find("tc_transpose32"), std::string::npos) << family;
+    for (const auto& [name, text] : r.headers) EXPECT_NE(name, "tc_transpose.cuh") << family;
+  }
+}
+
 // The fallback takes the same problems under its own name; a GPU of sm_90 runs gemm_tc, one of
 // sm_80 to sm_89 (or later, without wgmma) gemm_tc80, one below sm_80 neither.
 TEST(GemmTc80, TakesGemmTcsProblemsAndServesTheGpusWithoutWgmma) {

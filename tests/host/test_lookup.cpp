@@ -342,8 +342,11 @@ TEST_F(Predicted, TheFormsOfOneKernelShareTheirNearestMeasurement) {
   auto r = lookup_config(db_.get(), h200_, gemm(), p(k3950));
   ASSERT_EQ(r.step, LookupStep::kPredicted);
   EXPECT_EQ(to_string(r.config), kBig);
-  for (const auto& c : r.candidates)
-    if (c.config == kSmall) EXPECT_EQ(c.tuned_problem, p(k3900).key());
+  for (const auto& c : r.candidates) {
+    if (c.config == kSmall) {
+      EXPECT_EQ(c.tuned_problem, p(k3900).key());
+    }
+  }
 }
 
 TEST_F(Predicted, OtherDtypesOpsAndArchitectures) {
