@@ -713,10 +713,11 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     else
       throw Error(ErrorCode::kInvalidArgument,
                   "--stages: '" + s + "' is not presets, nearest or tuned (or both)");
-  if (dtype != "f32" && dtype != "f64" && dtype != "all")
-    throw Error(ErrorCode::kInvalidArgument, "--dtype: '" + dtype +
-                                                 "' is not f32, f64 or all (the any-shape "
-                                                 "benchmark does not cover bf16 and f16 yet)");
+  // bf16, f16 and tf32: the tensor-core family of the GPU against cuBLASLt (bench_gemm_tc).
+  const bool tc = dtype == "bf16" || dtype == "f16" || dtype == "tf32";
+  if (!tc && dtype != "f32" && dtype != "f64" && dtype != "all")
+    throw Error(ErrorCode::kInvalidArgument,
+                "--dtype: '" + dtype + "' is not f32, f64, all, bf16, f16 or tf32");
   std::error_code ec;
   if (!args.keep_db.empty() &&
       std::filesystem::exists(std::filesystem::symlink_status(args.keep_db, ec)))
@@ -735,8 +736,16 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   // Each dtype draws from the same seed: the same shapes, except where the memory cap (3 GiB of
   // its elements) scales one down differently.
   std::map<std::string, std::vector<RandomGemmShape>> shapes;
-  for (const std::string& d : dtypes)
-    shapes[d] = gemm_random_shapes(args.count, seed, d == "f32" ? 4 : 8);
+  for (const std::string& d : dtypes) {
+    shapes[d] = gemm_random_shapes(args.count, seed,
+                                   d == "f64"                  ? 8
+                                   : d == "f32" || d == "tf32" ? 4
+                                                               : 2);
+    // The tf32 kernels read both operands k-contiguous: every shape in op tn (gemm_ex transposes
+    // the others first, which this benchmark does not time).
+    if (d == "tf32")
+      for (RandomGemmShape& r : shapes[d]) r.shape.trans_a = true, r.shape.trans_b = false;
+  }
   const bool presets_stage = stages.count("presets"), nearest_stage = stages.count("nearest"),
              tuned_stage = stages.count("tuned");
 #ifndef KTUNE_HAVE_ANCHORS
@@ -797,7 +806,18 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
           std::cerr << "ktune bench: " << stage << " " << d << " shape " << i + 1 << " of "
                     << drawn.size() << ": " << shape_label(drawn[i]) << "\n";
         const std::size_t first = rows.size();
-        const Row r = bench_gemm_shape(b, d, drawn[i].shape, 0, rows);
+        Row r;
+        if (tc) {
+          // ktune's tensor-core kernel as the runtime chooses it against cuBLASLt's best of its
+          // heuristic's first 8 (each checked); the one-shape geomean row dropped.
+          bench_gemm_tc(runtime, device, cache, stream, flusher, timing,
+                        gemm_tc_family_for(device.limits()), d, {drawn[i].shape}, 1, rows,
+                        all_verified);
+          rows.pop_back();
+          r = rows.back();
+        } else {
+          r = bench_gemm_shape(b, d, drawn[i].shape, 0, rows);
+        }
         for (std::size_t j = first; j < rows.size(); ++j) {
           rows[j].stage = stage;
           rows[j].seed = seed_text;
@@ -819,9 +839,15 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       const auto& drawn = shapes.at(d);
       for (std::size_t i = 0; i < drawn.size(); ++i) {
         const GemmShape& s = drawn[i].shape;
-        // The family the runtime runs the shape with (gemm_skinny where m or n <= 16).
-        const Problem problem =
-            gemm_call_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
+        // The family the runtime runs the shape with (gemm_skinny where m or n <= 16; the
+        // GPU's tensor-core family for bf16, f16 and tf32).
+        Problem problem;
+        if (tc) {
+          problem = gemm_tc_bench_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, 1);
+          problem.family = gemm_tc_family_for(device.limits()).name();
+        } else {
+          problem = gemm_call_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
+        }
         const Family& family = find_family(problem.family);
         if (!common.quiet)
           std::cerr << "ktune bench: tuning " << d << " shape " << i + 1 << " of " << drawn.size()
@@ -874,7 +900,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                    std::to_string(wrong)});
       Row g{"gemm", "dtype=" + d + " " + std::to_string(count) + " random shapes", "geomean ratio"};
       g.ratio = geomean;
-      g.anchor = "cuBLAS";
+      g.anchor = tc ? "cuBLASLt" : "cuBLAS";
       g.stage = stage;
       g.seed = seed_text;
       rows.push_back(g);
@@ -890,7 +916,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
             << ", " << anchors::versions() << ", NVRTC " << nvrtc_version() << "; median of "
             << repeats << " runs after warm-up, L2 flushed before each\n";
   t.print(std::cout);
-  std::cout << "\nktune / cuBLAS per shape (TFLOPS ratio), seed " << seed << ":\n";
+  std::cout << "\nktune / " << (tc ? "cuBLASLt" : "cuBLAS") << " per shape (TFLOPS ratio), seed "
+            << seed << ":\n";
   summary.print(std::cout);
   check_stdout("bench");
   if (!csv.empty()) write_csv(csv, rows, device.info(), db_path);

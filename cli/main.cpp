@@ -621,7 +621,9 @@ int main(int argc, char** argv) {
               "16384]), 15% huge k (k in [32768, 1048576], m and n in [16, 1024]), 15% small k "
               "(k in [16, 256], m and n in [256, 16384]); the largest dimension scaled down "
               "where A, B and C exceed 3 GiB; f32 and f64 draw from the same seed. Timed "
-              "against cuBLAS, verified, in a new database of the run's own (never --db's)")
+              "against cuBLAS, verified, in a new database of the run's own (never --db's). "
+              "With --dtype bf16, f16 or tf32: the GPU's tensor-core family against cuBLASLt "
+              "(tf32 in op tn)")
           ->type_name("N")
           ->check(integer_in(1, 100000));
   auto* seed_opt =
@@ -656,7 +658,11 @@ int main(int argc, char** argv) {
                    "shape (0: no limit)")
       ->check(real_in(0, 1e9))
       ->capture_default_str();
-  random_opt->excludes("--shape")->excludes("--op")->excludes("--db");
+  random_opt->excludes("--shape")
+      ->excludes("--op")
+      ->excludes("--db")
+      ->excludes("--batch")
+      ->excludes("--tc-family");
   for (const char* name : {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds"})
     bench_gemm->get_option(name)->needs(random_opt);
   auto* bench_rt = add_bench(

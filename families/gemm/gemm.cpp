@@ -940,10 +940,10 @@ std::int64_t log_uniform(std::mt19937_64& rng, int lo_log2, int hi_log2) {
 
 std::vector<RandomGemmShape> gemm_random_shapes(std::size_t n, std::uint64_t seed,
                                                 int element_bytes) {
-  if (element_bytes != 4 && element_bytes != 8)
-    throw Error(
-        ErrorCode::kInvalidArgument,
-        "gemm_random_shapes: element_bytes must be 4 or 8, got " + std::to_string(element_bytes));
+  if (element_bytes != 2 && element_bytes != 4 && element_bytes != 8)
+    throw Error(ErrorCode::kInvalidArgument,
+                "gemm_random_shapes: element_bytes must be 2, 4 or 8, got " +
+                    std::to_string(element_bytes));
   // Bounds as powers of two (log2): 1, 16, 64, 256, 1024, 16384, 32768, 1048576.
   std::mt19937_64 rng(seed);
   auto draw = [&rng](int lo_log2, int hi_log2) { return log_uniform(rng, lo_log2, hi_log2); };

@@ -72,6 +72,7 @@ TEST(Cli, BadArgumentsExitTwoNamingTheArgument) {
       {{"bench", "gemm", "--random-shapes", "4", "--seed", "-1"}, "--seed"},
       {{"bench", "gemm", "--random-shapes", "4", "--shape", "8x8x8"}, "--random-shapes"},
       {{"bench", "gemm", "--random-shapes", "4", "--op", "nt"}, "--random-shapes"},
+      {{"bench", "gemm", "--random-shapes", "4", "--dtype", "bf16", "--batch", "2"}, "--batch"},
       {{"bench", "gemm", "--seed", "4"}, "--random-shapes"},
       {{"bench", "gemm", "--stages", "tuned"}, "--random-shapes"},
       {{"explain", "elementwise", "n=1;op=copy"}, "dtype"},
