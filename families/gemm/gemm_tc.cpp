@@ -702,7 +702,7 @@ class TcWorkload final : public Workload {
     gemm_clear_verdict(result, stream);
     // The inputs hold what is multiplied (tc_fill rounds them to tf32): no input term.
     const TcTolerance tol = gemm_tc_tolerance(call_.dtype, call_.out, call_.k);
-    double rel = tol.rel, acc = tol.acc;
+    double rel = tol.rel * tolerance_scale_, acc = tol.acc * tolerance_scale_;
     CUdeviceptr cptr = c_.get();
     long long ldd = call_.ldc;
     // The batch's matrices of D are packed: one D of batch * M rows, as the references.
@@ -718,8 +718,10 @@ class TcWorkload final : public Workload {
     return a_.size() + b_.size() + c_.size() + ref_.size() + absref_.size();
   }
   const TcCall& call() const { return call_; }
+  void scale_tolerance(double scale) { tolerance_scale_ = scale; }
 
  private:
+  double tolerance_scale_ = 1.0;
   const TcFamilyBase& family_;
   const Device& device_;
   TcCall call_;
@@ -907,6 +909,14 @@ TcCall gemm_tc_workload_call(const Workload& workload) {
   const auto* w = dynamic_cast<const TcWorkload*>(&workload);
   if (!w) throw Error(ErrorCode::kInternal, "gemm_tc_workload_call: not a gemm_tc workload");
   return w->call();
+}
+
+void gemm_tc_workload_scale_tolerance(Workload& workload, double scale) {
+  auto* w = dynamic_cast<TcWorkload*>(&workload);
+  if (!w || !(scale >= 1.0))
+    throw Error(ErrorCode::kInternal,
+                "gemm_tc_workload_scale_tolerance: not a gemm_tc workload, or a scale below 1");
+  w->scale_tolerance(scale);
 }
 
 }  // namespace ktune

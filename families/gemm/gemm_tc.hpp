@@ -107,5 +107,9 @@ std::vector<TcShape> gemm_tc_suite();
 // throws Error(kInternal) for another family's workload.
 class Workload;
 TcCall gemm_tc_workload_call(const Workload& workload);
+// Scales the tolerance the workload's verify() checks against (1 unless set): the bench checks
+// its anchor, cuBLASLt, against a wider bound than ktune's kernels (docs/GEMM_TC.md,
+// "Verification"). Throws Error(kInternal) for another family's workload or a scale below 1.
+void gemm_tc_workload_scale_tolerance(Workload& workload, double scale);
 
 }  // namespace ktune
