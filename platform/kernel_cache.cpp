@@ -194,14 +194,20 @@ std::shared_ptr<const Kernel> KernelCache::load(const std::string& key,
 
 bool KernelCache::find_binary(const std::string& key, CompileResult& out) {
   if (!store_) return false;
-  auto b = store_->find_binary(key);
+  std::optional<CachedBinary> b;
+  {
+    std::lock_guard lock(store_mutex_);
+    b = store_->find_binary(key);
+  }
   return b && from_cached_binary(std::move(*b), out);
 }
 
 void KernelCache::store_binary(const std::string& key, const CompileRequest& request,
                                const CompileResult& compiled) {
-  if (!store_ || !store_->accepts_binaries()) return;
-  store_->put_binary(key, request.arch, to_cached_binary(compiled));
+  if (!store_) return;
+  const CachedBinary binary = to_cached_binary(compiled);
+  std::lock_guard lock(store_mutex_);
+  if (store_->accepts_binaries()) store_->put_binary(key, request.arch, binary);
 }
 
 std::shared_ptr<const Kernel> KernelCache::get(const CompileRequest& request) {

@@ -111,6 +111,10 @@ class KernelCache {
  private:
   const Device& device_;
   BinaryStore* store_;
+  // Serializes the store's calls: a Database is one SQLite connection, on which two threads'
+  // transactions cannot nest (threads of a runtime that compiled at once failed with "cannot
+  // start a transaction within a transaction"). Never held across a compile.
+  std::mutex store_mutex_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const Kernel>> loaded_;
   std::atomic<std::uint64_t> compiles_{0};

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "ktune/ktune.hpp"
 #include "ktune/tune_on_miss.hpp"
 #include "platform/device.hpp"
+#include "platform/kernel_cache.hpp"
 #include "platform/nvrtc.hpp"
 #include "tuner/tuner.hpp"
 
@@ -264,6 +266,63 @@ TEST(RuntimeGpu, EightThreadsCallGemmHistogramAndCopyConcurrently) {
   std::cout << "[ threads  ] " << kThreads << " threads x " << kRounds
             << " rounds of gemm + histogram + copy, all checked; " << rt.compile_count()
             << " compiles\n";
+}
+
+// The kernel cache calls its binary store one thread at a time (a Database is one SQLite
+// connection, whose transactions do not nest across threads): 8 threads storing and finding
+// binaries at once through one cache never overlap in the store, and everything stored is found.
+TEST(RuntimeGpu, TheKernelCacheCallsItsBinaryStoreOneThreadAtATime) {
+  KTUNE_REQUIRE_GPU();
+  class CountingStore final : public BinaryStore {
+   public:
+    std::optional<CachedBinary> find_binary(const std::string& key) override {
+      Inside in(*this);
+      std::lock_guard lock(map_mutex);
+      auto it = stored.find(key);
+      return it == stored.end() ? std::nullopt : std::optional<CachedBinary>(it->second);
+    }
+    void put_binary(const std::string& key, const std::string&, const CachedBinary& b) override {
+      Inside in(*this);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // as long as a commit
+      std::lock_guard lock(map_mutex);
+      stored[key] = b;
+    }
+    bool accepts_binaries() const override { return true; }
+    std::atomic<int> inside{0}, most{0};
+    std::mutex map_mutex;
+    std::map<std::string, CachedBinary> stored;
+
+   private:
+    struct Inside {
+      CountingStore& s;
+      explicit Inside(CountingStore& store) : s(store) {
+        const int now = ++s.inside;
+        int seen = s.most.load();
+        while (now > seen && !s.most.compare_exchange_weak(seen, now)) {
+        }
+      }
+      ~Inside() { --s.inside; }
+    };
+  } store;
+  KernelCache cache(ktune_held_device, &store);
+  CompileResult compiled;
+  compiled.cubin = {1, 2, 3, 4};
+  compiled.lowered_names = {"k"};
+  compiled.resources.resize(1);
+  CompileRequest request;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        const std::string key = std::to_string(t) + "-" + std::to_string(i);
+        cache.store_binary(key, request, compiled);
+        CompileResult back;
+        EXPECT_TRUE(cache.find_binary(key, back)) << key;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(store.most.load(), 1);
+  EXPECT_EQ(store.stored.size(), 400u);
 }
 
 // No lock is held across a compile or a launch: while one thread compiles a GEMM nobody has
