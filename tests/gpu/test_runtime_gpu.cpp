@@ -309,6 +309,7 @@ TEST(RuntimeGpu, TheKernelCacheCallsItsBinaryStoreOneThreadAtATime) {
   compiled.cubin = {1, 2, 3, 4};
   compiled.lowered_names = {"k"};
   compiled.resources.resize(1);
+  compiled.resources[0].mangled_name = "k";
   CompileRequest request;
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
