@@ -42,6 +42,22 @@ class SyntheticRunner final : public CandidateRunner {
   DeviceInfo info_;
 };
 
+// An ok result of `family` on `key` measured at `ms` on the device `device_id`.
+void put_ok(Database& db, const Family& family, std::int64_t device_id, const std::string& key,
+            const std::string& config, double ms) {
+  ResultRecord r;
+  r.device_id = device_id;
+  r.family = family.name();
+  r.template_hash = family.template_hash();
+  r.problem = family.parse_problem(key).key();
+  r.config = config;
+  r.status = "ok";
+  r.time_median_ms = r.time_min_ms = r.time_max_ms = ms;
+  r.metric = 1;
+  r.unit = "TFLOPS";
+  db.put_result(r);
+}
+
 const char* kBig =
     "BK=8,BM=256,BN=128,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=3,SPLITK=1,STAGES=2,SWIZZLE=1,"
     "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2";
@@ -73,17 +89,7 @@ TEST(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
   a100.limits = DeviceLimits::for_arch(8, 0);
   a100.limits.sm_count = 108;
   auto put = [&](const std::string& key, const char* config, double ms, std::int64_t device = 0) {
-    ResultRecord r;
-    r.device_id = device ? device : device_id;
-    r.family = "gemm";
-    r.template_hash = gemm.template_hash();
-    r.problem = gemm.parse_problem(key).key();
-    r.config = config;
-    r.status = "ok";
-    r.time_median_ms = r.time_min_ms = r.time_max_ms = ms;
-    r.metric = 1;
-    r.unit = "TFLOPS";
-    db.put_result(r);
+    put_ok(db, gemm, device ? device : device_id, key, config, ms);
   };
   // Winners of three f32 problems in three ops (a loser of one of them too), one of f64.
   put("align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn", kBig, 2.8);
@@ -133,17 +139,7 @@ TEST(Transfer, AnFp16TensorCoreShapeStartsFromTheBf16WinnerOfTheSameShape) {
   SyntheticRunner runner;
   const std::int64_t device_id = db.ensure_device(runner.device());
   auto put = [&](const std::string& key, const std::string& config) {
-    ResultRecord r;
-    r.device_id = device_id;
-    r.family = "gemm_tc";
-    r.template_hash = tc.template_hash();
-    r.problem = tc.parse_problem(key).key();
-    r.config = config;
-    r.status = "ok";
-    r.time_median_ms = r.time_min_ms = r.time_max_ms = 1.0;
-    r.metric = 1;
-    r.unit = "TFLOPS";
-    db.put_result(r);
+    put_ok(db, tc, device_id, key, config, 1.0);
   };
   const std::string bf16_same =
       "BN=256,CLUSTER=1,CONSUMERS=2,GROUP=1,PERSIST=0,PINGPONG=0,STAGES=4,WM=64";
