@@ -74,6 +74,11 @@ for step in "${steps[@]}"; do
       "$KTUNE" query --family "$tcf" --all --json > "$OUT/tc_all_$tcf.json" 2>/dev/null
       cat "$LOGS/tc-query.txt"
       ;;
+    tc-export)
+      # This GPU's tensor-core winners of the current templates, as db/presets/<gpu>-gemm-tc.json.
+      run_step tc-export "$KTUNE" db export --best --own --family "${TC_FAMILY:-gemm_tc}" \
+        -o "$OUT/tc-presets-${TC_FAMILY:-gemm_tc}.json"
+      ;;
     bench-tc)
       # ktune's tensor-core GEMM (the runtime's choice; TC_FAMILY=gemm_tc80 times the fallback)
       # against cuBLASLt, verified: TC_BENCH_SHAPES, else the suite.

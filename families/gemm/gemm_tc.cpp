@@ -35,6 +35,7 @@ struct TcArgs {
   float alpha, beta;
   long long stride_d;
   int batch;
+  int splits, kt_per;
 };
 
 // CUtensorMap as the kernel takes it (128 bytes, 64-byte aligned).
@@ -84,7 +85,7 @@ std::int64_t batch_of(const Problem& p) {
 bool mn_y(const std::string& op) { return op[0] == 'n'; }
 
 struct Tile {
-  std::int64_t bm, bn, stages, consumers, wm, group, cluster, persist, pingpong;
+  std::int64_t bm, bn, stages, consumers, wm, group, cluster, persist, pingpong, split;
   std::int64_t stage_bytes() const { return (bm + bn) * kRowBytes; }
   std::int64_t smem() const { return stages * stage_bytes() + 1024; }
   std::int64_t threads() const { return (consumers + 1) * 128; }
@@ -100,7 +101,20 @@ Tile tile_of(const Config& c) {
   t.group = get(c, "GROUP");
   t.cluster = get(c, "CLUSTER");
   t.persist = get(c, "PERSIST");
+  t.split = get(c, "SPLITK");
   return t;
+}
+
+// How a split of k runs: k-tiles (128 bytes of k) per run, and the runs that are not empty (k
+// tiles 1000 in 64 splits of 16: 63 runs, the last of 8 k-tiles).
+struct KRuns {
+  std::int64_t ktiles, per_run, runs;
+};
+KRuns k_runs(std::int64_t k, const std::string& dtype, std::int64_t split) {
+  const std::int64_t ktiles = (k + row_elems(dtype) - 1) / row_elems(dtype);
+  if (split <= 1) return {ktiles, ktiles, 1};
+  const std::int64_t per_run = (ktiles + split - 1) / split;
+  return {ktiles, per_run, (ktiles + per_run - 1) / per_run};
 }
 
 // The wgmma wrappers for every BN and input type: one asm statement per shape, whose N / 2
@@ -265,12 +279,15 @@ class TcFamilyBase : public Family {
  protected:
   // The name expression of `kernel` (ktune::tc::gemm_tc, ktune::tc80::gemm_tc80): the problem's
   // IN, OUT, MNX, MNY and BATCHED, then the values of `params` in order.
+  // split >= 0 (gemm_tc): SPLIT follows BATCHED, and a split k writes f32 partial sums (OUT 0).
   std::string instantiation(const std::string& kernel, const Config& c, const Problem& p,
-                            std::initializer_list<const char*> params) const {
+                            std::initializer_list<const char*> params, int split = -1) const {
     const std::string& op = p.attr("op");
     std::string s = kernel + "<" + std::to_string(in_code(p.attr("dtype"))) + ", " +
-                    std::to_string(out_code(p.attr("out"))) + ", " + std::to_string(mn_x(op)) +
-                    ", " + std::to_string(mn_y(op)) + ", " + std::to_string(batch_of(p) > 1);
+                    std::to_string(split > 0 ? 0 : out_code(p.attr("out"))) + ", " +
+                    std::to_string(mn_x(op)) + ", " + std::to_string(mn_y(op)) + ", " +
+                    std::to_string(batch_of(p) > 1);
+    if (split >= 0) s += ", " + std::to_string(split);
     for (const char* name : params) s += ", " + std::to_string(get(c, name));
     return s + ">";
   }
@@ -302,6 +319,10 @@ class GemmTcFamily final : public TcFamilyBase {
          {0, 1},
          "1: as many blocks as fit on the GPU at once walk the tiles (the next tile's loads "
          "overlap this one's stores); 0: one block per tile"},
+        {"SPLITK",
+         {1, 2, 4, 8, 16, 32, 64, 128},
+         "runs k is split in where the tiles leave the GPU idle (fp32 partial sums in scratch, "
+         "added in a fixed order by a second kernel)"},
     };
   }
   std::string name() const override { return "gemm_tc"; }
@@ -323,8 +344,8 @@ class GemmTcFamily final : public TcFamilyBase {
   }
 
   // Every tile shape and schedule at one depth and group without clusters; each depth, group
-  // and cluster on one tile; clusters of consumers taking turns on one tile (PERSIST does not
-  // change the kernel).
+  // and cluster on one tile; clusters of consumers taking turns on one tile; a split k on one
+  // tile, both schedules (PERSIST does not change the kernel, nor the number of splits).
   std::vector<Config> check_configs(const std::vector<Config>& space) const override {
     std::vector<Config> out;
     for (const auto& c : space) {
@@ -333,8 +354,20 @@ class GemmTcFamily final : public TcFamilyBase {
       const bool rest =
           c.at("BN") == 128 && c.at("WM") == 64 && c.at("CONSUMERS") == 2 && c.at("PINGPONG") == 0;
       const bool turns = usual && c.at("BN") == 256 && c.at("PINGPONG") == 1;
-      if ((shapes || rest || turns) && c.at("PERSIST") == 0) out.push_back(c);
+      const bool split = c.at("SPLITK") == 4 && c.at("BN") == 128 && c.at("WM") == 64 &&
+                         c.at("CONSUMERS") == 2 && c.at("STAGES") == 4 && c.at("GROUP") == 1 &&
+                         c.at("CLUSTER") == 1;
+      if ((((shapes || rest || turns) && c.at("SPLITK") == 1) || split) && c.at("PERSIST") == 0)
+        out.push_back(c);
     }
+    return out;
+  }
+
+  // Those of gemm_tc80, and one with few tiles and a long k (the split-k kernels).
+  std::vector<Problem> check_problems() const override {
+    std::vector<Problem> out = TcFamilyBase::check_problems();
+    out.push_back(gemm_tc_problem("bf16", "bf16", true, false, 256, 512, 65536, 8));
+    out.back().family = name();
     return out;
   }
 
@@ -358,35 +391,82 @@ class GemmTcFamily final : public TcFamilyBase {
     if (t.cluster > 1 && mn_y(p.attr("op")) && (t.bn / t.cluster) % 64 != 0)
       return "a cluster's part of an MN-major Y tile is not whole 64-column boxes";
     if (t.group > 1 && t.group >= 2 * units_m) return "GROUP taller than the grid";
-    if (t.persist && units_m * tiles_n * batch_of(p) <= limits.sm_count / t.cluster)
+    const std::int64_t units = units_m * tiles_n * batch_of(p);
+    const std::int64_t slots = std::max<std::int64_t>(1, limits.sm_count / t.cluster);
+    const KRuns runs = k_runs(v.k, p.attr("dtype"), t.split);
+    if (t.split > 1) {
+      if (units >= slots) return "enough tiles without splitting k";
+      if (runs.per_run < 4) return "runs of k shorter than 4 k-tiles";
+      if (units * runs.runs > 4 * slots) return "more runs of k than the GPU can use";
+      if (runs.runs * batch_of(p) * v.m * ((v.n + 7) / 8 * 8) * 4 > (std::int64_t(1) << 31))
+        return "partial sums of a split k over 2 GiB";
+    }
+    if (t.persist && units * runs.runs <= slots)
       return "no more tiles than blocks at once: nothing to walk";
-    if (units_m * t.cluster * tiles_n * batch_of(p) > kMaxDim)
-      return "too many tiles for one launch";
+    if (units * t.cluster * runs.runs > kMaxDim) return "too many tiles for one launch";
     return {};
+  }
+
+  // A configuration tuned for another problem: a rasterisation group or a cluster this problem's
+  // grid cannot take is dropped; k is split afresh where the configuration's split does not fit
+  // the problem, or where it splits nothing and pick_split expects a split to take a third less
+  // time at least (1024 x 1024 x 65536 in 32 tiles of 128 x 256 on 132 SMs: 4 runs, 0.28 x);
+  // the persistent grid goes where nothing is left to walk.
+  Config adapt(const Config& config, const Problem& p, const DeviceLimits& limits) const override {
+    Config c = config;
+    for (const auto& param : params_)
+      if (!c.count(param.name)) return c;
+    auto rejected_for = [&](const char* what) {
+      return reject(c, p, limits).find(what) != std::string::npos;
+    };
+    if (rejected_for("GROUP")) c["GROUP"] = 1;
+    if (rejected_for("cluster")) c["CLUSTER"] = 1;
+    Config unsplit = c;
+    unsplit["SPLITK"] = 1;
+    unsplit["PERSIST"] = 0;
+    double gain = 1;
+    const std::int64_t pick = pick_split(unsplit, p, limits, &gain);
+    Config with_persist = c;
+    with_persist["PERSIST"] = 0;
+    if (!reject(with_persist, p, limits).empty() || (c["SPLITK"] == 1 && gain >= 1.5))
+      c["SPLITK"] = pick;
+    if (rejected_for("nothing to walk")) c["PERSIST"] = 0;
+    return c;
   }
 
   int block_threads(const Config& c, const Problem&) const override {
     return static_cast<int>(tile_of(c).threads());
   }
 
+  // A split k: the kernel writing f32 partial sums, then the sum of the runs (function 1).
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    return {instantiation("ktune::tc::gemm_tc", c, p,
-                          {"BN", "WM", "CONSUMERS", "STAGES", "GROUP", "CLUSTER", "PINGPONG"})};
+    const bool split = get(c, "SPLITK") > 1;
+    std::vector<std::string> names = {
+        instantiation("ktune::tc::gemm_tc", c, p,
+                      {"BN", "WM", "CONSUMERS", "STAGES", "GROUP", "CLUSTER", "PINGPONG"}, split)};
+    if (split)
+      names.push_back("ktune::tc::tc_splitk_reduce<" + std::to_string(out_code(p.attr("out"))) +
+                      ">");
+    return names;
   }
 
   // The 128 x 256 tile of two consumer warpgroups sharing it, four stages (the fastest at
   // 4096^3 and 8192^3 on the H200 after the persistent grid, which few tiles cannot use); groups
-  // of 8 tile rows where the grid has more than 4.
-  Config default_config(const Problem& p, const DeviceLimits&) const override {
+  // of 8 tile rows where the grid has more than 4; k split where the tiles leave the GPU idle
+  // (pick_split).
+  Config default_config(const Problem& p, const DeviceLimits& limits) const override {
     const std::int64_t tiles_m = (view_of(p.size("m"), p.size("n"), p.size("k")).m + 127) / 128;
-    return {{"BN", 256},
-            {"WM", 64},
-            {"CONSUMERS", 2},
-            {"STAGES", 4},
-            {"GROUP", tiles_m > 4 ? 8 : 1},
-            {"CLUSTER", 1},
-            {"PINGPONG", 0},
-            {"PERSIST", 0}};
+    Config c = {{"BN", 256},
+                {"WM", 64},
+                {"CONSUMERS", 2},
+                {"STAGES", 4},
+                {"GROUP", tiles_m > 4 ? 8 : 1},
+                {"CLUSTER", 1},
+                {"PINGPONG", 0},
+                {"PERSIST", 0},
+                {"SPLITK", 1}};
+    c["SPLITK"] = pick_split(c, p, limits);
+    return c;
   }
 
   void launch(const Kernel& kernel, const Config& config, const TcCall& call,
@@ -395,6 +475,41 @@ class GemmTcFamily final : public TcFamilyBase {
   }
 
  private:
+  // The split of k for a configuration on a problem nobody tuned (its SPLITK ignored): of the
+  // valid ones, the fastest by a rough model of one block per SM. A run of one k-tile of a tile
+  // takes 2 BM BN 64 flops at a 132nd of 989 TFLOPS (an H100's bf16 peak; tf32 runs half the k
+  // per k-tile at half the rate); the time is the waves of (tile, run) units times the k-tiles of
+  // a run, plus for a split the second kernel: a launch (4 us) and the partial sums written and
+  // read, and C written, at 3 TB/s.
+  // *gain: the unsplit time over the chosen one's.
+  std::int64_t pick_split(Config c, const Problem& p, const DeviceLimits& limits,
+                          double* gain = nullptr) const {
+    const Tile t = tile_of(c);
+    const View v = view_of(p.size("m"), p.size("n"), p.size("k"));
+    const std::int64_t tiles_m = (v.m + t.bm - 1) / t.bm, tiles_n = (v.n + t.bn - 1) / t.bn;
+    const std::int64_t units = (tiles_m + t.cluster - 1) / t.cluster * tiles_n * batch_of(p);
+    const double slots =
+        static_cast<double>(std::max<std::int64_t>(1, limits.sm_count / t.cluster));
+    const double step_us = 2.0 * static_cast<double>(t.bm * t.bn) * 64 / (989e6 / 132);
+    const double mn = static_cast<double>(v.m * v.n * batch_of(p));
+    auto waves = [&](std::int64_t u) { return std::ceil(static_cast<double>(u) / slots); };
+    std::int64_t best = 1;
+    const double unsplit_us =
+        waves(units) * static_cast<double>(k_runs(v.k, p.attr("dtype"), 1).per_run) * step_us;
+    double best_us = unsplit_us;
+    for (const std::int64_t split : params_.back().values) {
+      if (split <= 1) continue;
+      c["SPLITK"] = split;
+      if (!reject(c, p, limits).empty()) continue;
+      const KRuns runs = k_runs(v.k, p.attr("dtype"), split);
+      const double us = waves(units * runs.runs) * static_cast<double>(runs.per_run) * step_us +
+                        4.0 + (2.0 * static_cast<double>(runs.runs) + 1) * mn * 4 / 3e6;
+      if (us < best_us) best = split, best_us = us;
+    }
+    if (gain) *gain = unsplit_us / best_us;
+    return best;
+  }
+
   std::vector<Param> params_;
 };
 
@@ -807,6 +922,7 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
                                   call.batch, call.stride_b);
   const TmaMap map_y = tensor_map(call.dtype, call.a, v.k, v.n, call.lda, t.bn / t.cluster,
                                   !call.trans_a, call.batch, call.stride_a);
+  const KRuns runs = k_runs(v.k, call.dtype, t.split);
   TcArgs args{call.c,
               static_cast<long long>(call.ldc),
               static_cast<int>(v.m),
@@ -817,20 +933,57 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
               call.alpha,
               call.beta,
               static_cast<long long>(call.stride_c),
-              static_cast<int>(call.batch)};
+              static_cast<int>(call.batch),
+              static_cast<int>(runs.runs),
+              static_cast<int>(runs.per_run)};
+  // A split k (the kernel compiled with SPLIT: SPLITK > 1): the runs' partial sums go to scratch
+  // as f32 matrices of rows of ldw (a multiple of 8: the 16-byte stores), then the sum into C.
+  CUdeviceptr partial = 0;
+  const long long ldw = (v.n + 7) / 8 * 8, sw = v.m * ldw;
+  if (t.split > 1) {
+    partial = detail::scratch_alloc(
+        static_cast<std::size_t>(sw * runs.runs * call.batch) * sizeof(float), stream);
+    args.d = reinterpret_cast<void*>(partial);
+    args.ldd = ldw;
+    args.stride_d = sw;
+    args.alpha = 1.0f;
+    args.beta = 0.0f;
+  }
   void* params[] = {const_cast<TmaMap*>(&map_x), const_cast<TmaMap*>(&map_y), &args};
   const std::int64_t units = static_cast<std::int64_t>((args.tiles_m + t.cluster - 1) / t.cluster) *
-                             args.tiles_n * call.batch;
+                             args.tiles_n * call.batch * runs.runs;
   // Consumers taking turns need two units per block at least.
   std::int64_t grid_units = t.pingpong ? (units + 1) / 2 : units;
   if (t.persist) grid_units = std::min(grid_units, resident_units(kernel, t));
   const unsigned grid = static_cast<unsigned>(grid_units * t.cluster);
   const unsigned threads = static_cast<unsigned>(t.threads()),
                  smem = static_cast<unsigned>(t.smem());
-  if (t.cluster > 1)
-    kernel.launch_cluster(0, grid, threads, static_cast<unsigned>(t.cluster), smem, stream, params);
-  else
-    kernel.launch(0, grid, 1, 1, threads, 1, 1, smem, stream, params);
+  try {
+    if (t.cluster > 1)
+      kernel.launch_cluster(0, grid, threads, static_cast<unsigned>(t.cluster), smem, stream,
+                            params);
+    else
+      kernel.launch(0, grid, 1, 1, threads, 1, 1, smem, stream, params);
+  } catch (...) {
+    if (partial) driver().cuMemFreeAsync(partial, stream);
+    throw;
+  }
+  if (t.split > 1) {
+    const float* w = reinterpret_cast<const float*>(partial);
+    long long ldw_arg = ldw, sw_arg = sw, ldd = call.ldc, stride_d = call.stride_c;
+    int splits = args.splits, rows = args.m, cols = args.n, batch = args.batch;
+    float alpha = call.alpha, beta = call.beta;
+    void* d = call.c;
+    void* reduce[] = {&w,        &ldw_arg, &sw_arg, &splits, &d,     &ldd,
+                      &stride_d, &rows,    &cols,   &batch,  &alpha, &beta};
+    // Blocks of 256 threads along the rows' quads of columns, one row of blocks per row of D (at
+    // most 65535, walking the rest).
+    const auto blocks_x = static_cast<unsigned>(((cols + 3) / 4 + 255) / 256);
+    const auto blocks_y = static_cast<unsigned>(
+        std::min<std::int64_t>(static_cast<std::int64_t>(rows) * batch, 65535));
+    kernel.launch(1, blocks_x, blocks_y, 1, 256, 1, 1, 0, stream, reduce);
+    check(driver().cuMemFreeAsync(partial, stream), "cuMemFreeAsync");
+  }
 }
 
 void mma_launch(const Kernel& kernel, const Config& config, const TcCall& call, CUstream stream) {

@@ -29,7 +29,10 @@ struct __align__(64) TmaMap {
   u64 opaque[16];
 };
 
-// batch matrices D, stride_d elements apart (X and Y: the tensor maps' third dimension).
+// batch matrices D, stride_d elements apart (X and Y: the tensor maps' third dimension). Split k
+// (SPLIT = 1): each matrix's k-tiles in `splits` runs of kt_per (the last may end early), each
+// run's product a matrix of D (fp32 partial sums: batch * splits matrices, split s of matrix b
+// at b * splits + s), which tc_splitk_reduce sums into C.
 struct TcArgs {
   void* d;
   long long ldd;
@@ -38,6 +41,7 @@ struct TcArgs {
   float alpha, beta;
   long long stride_d;
   int batch;
+  int splits, kt_per;
 };
 
 // Element types: IN 0 bf16, 1 fp16, 2 tf32 (fp32 storage); OUT 0 f32, 1 bf16, 2 fp16.
@@ -303,9 +307,12 @@ __device__ __forceinline__ void cluster_sync() {
 // The grid is the host's choice: one block (cluster) per unit, or fewer that walk the units
 // (persistent: the producer loads the next unit's first stages while the consumers store).
 // MNX, MNY: X, Y MN-major (1) or k-major (0). BATCHED: a strided batch (3-D tensor maps); else
-// one matrix (2-D maps, p.batch 1).
-template <int IN, int OUT, int MNX, int MNY, int BATCHED, int BN, int WM, int CONSUMERS, int STAGES,
-          int GROUP, int CLUSTER, int PINGPONG>
+// one matrix (2-D maps, p.batch 1). SPLIT: k split in p.splits runs (a unit is a tile of one run
+// of one matrix), partial sums to p.d (OUT 0, alpha 1, beta 0: the host's choice); a k-tile past
+// the end of k is neither loaded nor multiplied, but passes through the ring like the others, so
+// that every unit takes p.kt_per positions of it.
+template <int IN, int OUT, int MNX, int MNY, int BATCHED, int SPLIT, int BN, int WM, int CONSUMERS,
+          int STAGES, int GROUP, int CLUSTER, int PINGPONG>
 __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     gemm_tc(const __grid_constant__ TmaMap map_x, const __grid_constant__ TmaMap map_y,
             const TcArgs p) {
@@ -329,6 +336,7 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   static_assert(IN != 2 || OUT == 0, "tf32 inputs give f32 outputs");
   static_assert(IN != 2 || (MNX == 0 && MNY == 0), "the wgmma reads tf32 k-major only");
   static_assert(!MNY || Y_PART % 64 == 0, "each CTA's part of an MN-major Y is whole boxes");
+  static_assert(!SPLIT || OUT == 0, "split k writes fp32 partial sums");
 
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) u64 bars[2 * STAGES];  // full[0..S), then empty[0..S)
@@ -338,18 +346,25 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   const u32 full0 = smem_u32(&bars[0]), empty0 = smem_u32(&bars[STAGES]);
 
   const int ktiles = (p.k + BK - 1) / BK;
+  const int kt_count = SPLIT ? p.kt_per : ktiles;  // ring positions per unit
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
   const int rank = CLUSTER == 1 ? 0 : static_cast<int>(blockIdx.x % CLUSTER);
-  // Units of every matrix of the batch, one matrix after the other.
+  // Units of every matrix of the batch (and every run of k of each), one after the other.
   const int units_m = (p.tiles_m + CLUSTER - 1) / CLUSTER, per_matrix = units_m * p.tiles_n;
-  const int units = BATCHED ? per_matrix * p.batch : per_matrix;
+  const int units = BATCHED || SPLIT ? per_matrix * p.batch * (SPLIT ? p.splits : 1) : per_matrix;
   const int first_unit = blockIdx.x / CLUSTER, unit_step = gridDim.x / CLUSTER;
-  // Rasterisation: groups of GROUP unit rows, walked column by column.
-  auto tile_of = [&](int u, int& tm, int& tn, int& mat) {
+  // Rasterisation: groups of GROUP unit rows, walked column by column. mat: the matrix of X and
+  // Y; kt0: the unit's first k-tile.
+  auto tile_of = [&](int u, int& tm, int& tn, int& mat, int& kt0) {
     mat = 0;
-    if (BATCHED) {
+    kt0 = 0;
+    if (BATCHED || SPLIT) {
       mat = u / per_matrix;
       u -= mat * per_matrix;
+      if (SPLIT) {
+        kt0 = (mat % p.splits) * p.kt_per;
+        mat /= p.splits;
+      }
     }
     const int width = GROUP * p.tiles_n;
     const int first = (u / width) * GROUP;
@@ -376,20 +391,24 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     if (t == 0) {
       int it = 0;  // k-tiles loaded by this CTA so far, over all its units
       for (int u = first_unit; u < units; u += unit_step) {
-        int tm, tn, mat;
-        tile_of(u, tm, tn, mat);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        int tm, tn, mat, kt0;
+        tile_of(u, tm, tn, mat, kt0);
+        for (int kt = 0; kt < kt_count; ++kt, ++it) {
           const int s = it % STAGES;
           const u32 round = static_cast<u32>(it / STAGES);
           mbar_wait(empty0 + 8 * s, (round & 1u) ^ 1u);
+          if (SPLIT && kt0 + kt >= ktiles) {  // past k: the stage passes through empty
+            mbar_arrive(full0 + 8 * s);
+            continue;
+          }
           mbar_expect_tx(full0 + 8 * s, STAGE_BYTES);
           const u32 sx = base + s * STAGE_BYTES, sy = sx + X_BYTES;
-          load_rows<MNX, BM, BK, BATCHED>(sx, &map_x, kt, tm * BM, mat, full0 + 8 * s, 0);
+          load_rows<MNX, BM, BK, BATCHED>(sx, &map_x, kt0 + kt, tm * BM, mat, full0 + 8 * s, 0);
           // Clusters: each CTA loads its part of Y (Y_PART rows, Y_PART * 128 bytes either way)
           // for both.
           load_rows<MNY, Y_PART, BK, BATCHED>(
-              sy + rank * Y_PART * 128, &map_y, kt, tn * BN + rank * Y_PART, mat, full0 + 8 * s,
-              CLUSTER == 1 ? 0 : static_cast<unsigned short>((1u << CLUSTER) - 1));
+              sy + rank * Y_PART * 128, &map_y, kt0 + kt, tn * BN + rank * Y_PART, mat,
+              full0 + 8 * s, CLUSTER == 1 ? 0 : static_cast<unsigned short>((1u << CLUSTER) - 1));
         }
       }
     }
@@ -413,12 +432,14 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       }
     };
     // This warpgroup's units: every one (shared tiles), or every other one (PINGPONG), whose
-    // k-tiles sit at ring positions j * ktiles on (j: the unit's place in this CTA's list).
+    // k-tiles sit at ring positions j * kt_count on (j: the unit's place in this CTA's list).
     for (int j = PINGPONG ? c : 0; first_unit + j * unit_step < units; j += TURNS) {
       const int u = first_unit + j * unit_step;
-      int it = j * ktiles;
-      int tm, tn, mat;
-      tile_of(u, tm, tn, mat);
+      int it = j * kt_count;
+      int tm, tn, mat, kt0;
+      tile_of(u, tm, tn, mat, kt0);
+      // The unit's k-tiles before the end of k (one register through the loop, not two).
+      const int live = SPLIT ? min(kt_count, ktiles - kt0) : kt_count;
       float acc[MT][BN / 2];
 #pragma unroll
       for (int i = 0; i < MT; ++i)
@@ -430,23 +451,26 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       // the second warpgroup ran phases ahead and read stages not yet loaded.
       if (PINGPONG && j > 0) named_sync(1 + c, 256);
 
-      for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      for (int kt = 0; kt < kt_count; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(full0 + 8 * s, static_cast<u32>(it / STAGES) & 1u);
         const u32 sx = base + s * STAGE_BYTES + (PINGPONG ? 0 : c * WM * 128),
                   sy = base + s * STAGE_BYTES + X_BYTES;
-        wgmma_fence();
+        if (!SPLIT || kt < live) {
+          wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk) {
+          for (int kk = 0; kk < KSTEPS; ++kk) {
 #pragma unroll
-          for (int i = 0; i < MT; ++i)
-            // A k-step is 32 bytes on along a k-major row, 16 k-rows (2048 bytes) down an
-            // MN-major box; the i-th 64 rows of X are 64 rows (k-major) or one box (MN-major) on.
-            Wgmma<BN, IN>::template mma<MNX, MNY>(
-                acc[i], smem_desc<MNX>(sx + i * 64 * 128 + kk * (MNX ? 2048 : 32)),
-                smem_desc<MNY>(sy + kk * (MNY ? 2048 : 32)));
+            for (int i = 0; i < MT; ++i)
+              // A k-step is 32 bytes on along a k-major row, 16 k-rows (2048 bytes) down an
+              // MN-major box; the i-th 64 rows of X are 64 rows (k-major) or one box (MN-major)
+              // on.
+              Wgmma<BN, IN>::template mma<MNX, MNY>(
+                  acc[i], smem_desc<MNX>(sx + i * 64 * 128 + kk * (MNX ? 2048 : 32)),
+                  smem_desc<MNY>(sy + kk * (MNY ? 2048 : 32)));
+          }
         }
-        wgmma_commit();
+        wgmma_commit();  // an empty group past k
         // The previous k-tile's MMAs are done: its stage goes back to the producer.
         wgmma_wait<1>();
         if (kt > 0) release((it - 1) % STAGES);
@@ -457,9 +481,8 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
 
       // This unit's matrix of D, found after the k-loop: a pointer kept through the loop took
       // registers the accumulators need.
-      void* const d =
-          BATCHED ? static_cast<char*>(p.d) + (u / per_matrix) * p.stride_d * (OUT == 0 ? 4 : 2)
-                  : p.d;
+      const long long dmat = BATCHED || SPLIT ? u / per_matrix : 0;
+      void* const d = static_cast<char*>(p.d) + dmat * p.stride_d * (OUT == 0 ? 4 : 2);
       // Epilogue: the accumulator fragment of thread t in an m64nN MMA holds rows
       // 16 w + l / 4 (+ 8) and column pairs 8 q + 2 (l % 4), w the warp and l the lane within
       // the warpgroup. With beta = 0 and a 16-byte aligned C, the four lanes of a row trade
@@ -516,6 +539,43 @@ __global__ void tc_scale(void* d, long long ldd, int rows, int cols, float beta)
     } else {
       u16* p = static_cast<u16*>(d) + idx;
       *p = from_float<OUT>(beta == 0.0f ? 0.0f : beta * to_float<OUT - 1>(*p));
+    }
+  }
+}
+
+// C = alpha * (the sum of a split k's partial products, in split order) + beta * C for each of
+// `batch` matrices of D (rows x cols, rows of ldd, stride_d elements apart): w holds batch *
+// splits matrices of rows x cols fp32 (rows of ldw, a multiple of 4; sw elements apart, split s
+// of matrix b at b * splits + s, 16-byte aligned). Four columns per thread; rows * batch below
+// 2^31 (the host's check).
+template <int OUT>
+__global__ void __launch_bounds__(256)
+    tc_splitk_reduce(const float* w, long long ldw, long long sw, int splits, void* d,
+                     long long ldd, long long stride_d, int rows, int cols, int batch, float alpha,
+                     float beta) {
+  // 32-bit indices (a 64-bit division calls a routine whose registers spilled): x the columns'
+  // quads, y the rows of every matrix.
+  const int quads = (cols + 3) / 4, lines = rows * batch;
+  const bool vec = ldd % 2 == 0 && (batch == 1 || stride_d % 2 == 0) &&
+                   reinterpret_cast<unsigned long long>(d) % (OUT == 0 ? 8 : 4) == 0;
+  for (int line = blockIdx.y; line < lines; line += gridDim.y) {
+    const int b = line / rows, row = line - b * rows;
+    const float* src = w + b * splits * sw + row * ldw;
+    void* const dm = static_cast<char*>(d) + b * stride_d * (OUT == 0 ? 4 : 2);
+    for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < quads; q += gridDim.x * blockDim.x) {
+      float4 sum = *reinterpret_cast<const float4*>(src + 4 * q);
+      for (int s = 1; s < splits; ++s) {
+        const float4 v = *reinterpret_cast<const float4*>(src + s * sw + 4 * q);
+        sum.x += v.x;
+        sum.y += v.y;
+        sum.z += v.z;
+        sum.w += v.w;
+      }
+      const int col = 4 * q;
+      const long long idx = row * ldd + col;
+      store_pair<OUT>(dm, idx, col + 1 < cols, vec, sum.x, sum.y, alpha, beta);
+      if (col + 2 < cols)
+        store_pair<OUT>(dm, idx + 2, col + 3 < cols, vec, sum.z, sum.w, alpha, beta);
     }
   }
 }

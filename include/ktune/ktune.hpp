@@ -141,7 +141,7 @@ class Runtime {
   // `batch` products as gemm_ex (cublasGemmStridedBatchedEx): matrix i of A, B and C starts
   // stride_a, stride_b and stride_c elements after matrix i - 1 (strides of A and B >= 0, 0
   // repeats one matrix; C's matrices must not overlap: stride_c >= ldc times the columns of C).
-  // One launch for the whole batch; batch 0 does nothing.
+  // One launch for the whole batch (two where k is split); batch 0 does nothing.
   void gemm_strided_batched_ex(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n,
                                std::int64_t k, float alpha, DataType ab_type, const void* a,
                                std::int64_t lda, std::int64_t stride_a, const void* b,

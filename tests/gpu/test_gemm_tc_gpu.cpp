@@ -231,6 +231,34 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
        {{"BN", 64}, {"WM", 128}, {"STAGES", 2}, {"PERSIST", 1}},
        0.5f,
        "nn"},
+      // Split k: f32 partial sums in scratch, then their sum into C; runs whose last k-tiles are
+      // past k (passed through the ring unloaded), with turns, clusters, the persistent grid,
+      // tf32 and MN-major operands.
+      {"bf16", "bf16", 200, 96, 40000, {{"SPLITK", 8}}},
+      {"f16",
+       "f32",
+       300,
+       260,
+       12000,
+       {{"SPLITK", 16}, {"PINGPONG", 1}, {"BN", 128}, {"WM", 128}},
+       0.0f},
+      {"tf32", "f32", 130, 70, 30000, {{"SPLITK", 32}}},
+      {"bf16",
+       "bf16",
+       600,
+       600,
+       4000,
+       {{"SPLITK", 8}, {"BN", 128}, {"CLUSTER", 2}, {"PERSIST", 1}, {"GROUP", 1}},
+       0.0f,
+       "nn"},
+      {"f16",
+       "f16",
+       77,
+       1025,
+       9000,
+       {{"SPLITK", 4}, {"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}},
+       0.5f,
+       "nt"},
   };
   std::uint64_t seed = 7;
   for (const Case& c : cases) run_case(gemm_tc_family(), ktune_held_device, cache, c, ++seed);
@@ -553,6 +581,84 @@ TEST(GemmTcGpu, GemmExTf32TakesAnyFloatsWithinTheInputRoundingBound) {
 // products in one launch (C f32 and bf16), x @ v (op nn) with one v for every product (stride 0),
 // a stride that is not a multiple of 16 bytes (the batch copied into aligned scratch first), and
 // C's matrices overlapping refused with kInvalidArgument.
+// A long k over few tiles through the runtime (no database: the default configuration, which
+// splits k): one product with bf16 C and alpha, beta; a strided batch with f32 C.
+TEST(GemmTcGpu, TheRuntimeSplitsALongKOverFewTiles) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major != 9)
+    GTEST_SKIP() << "gemm_tc runs on sm_90 only; this GPU is " << ktune_held_device.limits().arch();
+  Options o;
+  o.use_database = false;
+  Runtime rt(o);
+  const std::int64_t batch = 2, m = 96, n = 136, k = 30000;
+  ASSERT_GE(gemm_tc_family()
+                .default_config(gemm_tc_problem("bf16", "bf16", true, false, n, m, k, 8),
+                                ktune_held_device.limits())
+                .at("SPLITK"),
+            4);
+  std::mt19937_64 rng(21);
+  std::uniform_int_distribution<int> pick(-128, 128);
+  // x: batch matrices m x k (row-major); w: batch matrices n x k; y: m x n, sc apart.
+  std::vector<double> x(static_cast<std::size_t>(m * k * batch)),
+      w(static_cast<std::size_t>(n * k * batch)), y0(static_cast<std::size_t>(m * n * batch));
+  for (auto& e : x) e = pick(rng) / 128.0;
+  for (auto& e : w) e = pick(rng) / 128.0;
+  for (auto& e : y0) e = pick(rng) / 128.0;
+  auto upload16 = [&](const std::vector<double>& vals) {
+    std::vector<std::uint16_t> h(vals.size());
+    for (std::size_t i = 0; i < vals.size(); ++i) h[i] = encode(static_cast<float>(vals[i]), true);
+    auto buf = std::make_unique<detail::DeviceBuffer>(h.size() * 2);
+    upload(buf->get(), h);
+    return buf;
+  };
+  const auto dx = upload16(x), dw = upload16(w), dy16 = upload16(y0);
+  std::vector<double> ref(static_cast<std::size_t>(m * n * batch)), mag(ref.size());
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double r = 0, a = 0;
+        for (std::int64_t q = 0; q < k; ++q) {
+          const double pr = x[static_cast<std::size_t>((b * m + i) * k + q)] *
+                            w[static_cast<std::size_t>((b * n + j) * k + q)];
+          r += pr;
+          a += std::fabs(pr);
+        }
+        ref[static_cast<std::size_t>((b * m + i) * n + j)] = r;
+        mag[static_cast<std::size_t>((b * m + i) * n + j)] = a;
+      }
+  auto cptr = [](const std::unique_ptr<detail::DeviceBuffer>& buf) {
+    return reinterpret_cast<const void*>(buf->get());
+  };
+  // One product: y = 1.5 x w^T + 0.5 y, bf16.
+  rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.5f, DataType::kBF16, cptr(dx), k,
+             cptr(dw), k, 0.5f, DataType::kBF16, reinterpret_cast<void*>(dy16->get()), n);
+  testing::synchronize();
+  const TcTolerance t16 = gemm_tc_tolerance("bf16", "bf16", k);
+  const auto got16 = download<std::uint16_t>(dy16->get(), static_cast<std::size_t>(m * n));
+  std::int64_t wrong = 0;
+  for (std::size_t e = 0; e < got16.size(); ++e) {
+    const double want = 1.5 * ref[e] + 0.5 * y0[e];
+    const double bound = t16.rel * std::fabs(want) + 1.5 * t16.acc * mag[e] + 1e-6;
+    if (!(std::fabs(decode(got16[e], true) - want) <= bound) && ++wrong <= 3)
+      ADD_FAILURE() << "y(" << e / n << ", " << e % n << ") = " << decode(got16[e], true)
+                    << ", expected " << want;
+  }
+  EXPECT_EQ(wrong, 0);
+  // The batch, f32 C (beta 0: what C held does not matter).
+  detail::DeviceBuffer dy(static_cast<std::size_t>(m * n * batch) * 4);
+  rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kBF16,
+                             cptr(dx), k, m * k, cptr(dw), k, n * k, 0.0f, DataType::kF32,
+                             reinterpret_cast<void*>(dy.get()), n, m * n, batch);
+  testing::synchronize();
+  const TcTolerance t32 = gemm_tc_tolerance("bf16", "f32", k);
+  const auto got = download<float>(dy.get(), ref.size());
+  wrong = 0;
+  for (std::size_t e = 0; e < got.size(); ++e)
+    if (!(std::fabs(got[e] - ref[e]) <= t32.acc * mag[e] + 1e-6) && ++wrong <= 3)
+      ADD_FAILURE() << "batch element " << e << " = " << got[e] << ", expected " << ref[e];
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(GemmTcGpu, StridedBatchesMatchTheHostReferencePerMatrix) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major != 9)

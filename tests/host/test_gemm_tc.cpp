@@ -225,6 +225,92 @@ TEST(GemmTc, KernelsCompileForSm90aWithoutSpills) {
   }
 }
 
+// Split k: only where the tiles leave the GPU idle and each run keeps 4 k-tiles or more; the
+// untuned answers (the default, and a winner of another shape adapted) split a long k over few
+// tiles, and keep a tuned winner's valid split on its own problem.
+TEST(GemmTc, SplitKServesFewTilesWithALongK) {
+  const Family& f = find_family("gemm_tc");
+  const Problem square = gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8);
+  Config c = f.default_config(square, kH100);
+  EXPECT_EQ(c.at("SPLITK"), 1);
+  c["SPLITK"] = 2;
+  EXPECT_TRUE(contains(f.reject(c, square, kH100), "enough tiles without splitting k"));
+  // 1024 x 1024: 32 tiles of 128 x 256; k = 256 is 4 k-tiles of 64: no run of 4 in 2 splits.
+  const Problem short_k = gemm_tc_problem("bf16", "bf16", true, false, 1024, 1024, 256, 8);
+  c = f.default_config(short_k, kH100);
+  EXPECT_EQ(c.at("SPLITK"), 1);
+  c["SPLITK"] = 2;
+  EXPECT_TRUE(contains(f.reject(c, short_k, kH100), "shorter than 4 k-tiles"));
+  // 32 tiles in 128 runs: 4096 units, more than 4 waves of 132 SMs.
+  const Problem long_k = gemm_tc_problem("bf16", "bf16", true, false, 1024, 1024, 65536, 8);
+  c = f.default_config(long_k, kH100);
+  c["SPLITK"] = 128;
+  EXPECT_TRUE(contains(f.reject(c, long_k, kH100), "more runs of k than the GPU can use"));
+  // The default splits a long k over few tiles: 512 x 16 x 500000 is one tile.
+  for (const Problem& p : {long_k, gemm_tc_problem("bf16", "f32", true, false, 512, 16, 500000, 8),
+                           gemm_tc_problem("tf32", "f32", true, false, 96, 735, 100000, 4),
+                           gemm_tc_problem("f16", "f16", false, true, 300, 700, 40000, 8, 3)}) {
+    const Config d = f.default_config(p, kH100);
+    EXPECT_GE(d.at("SPLITK"), 4) << p.key();
+    EXPECT_EQ(f.reject(d, p, kH100), "") << p.key();
+  }
+  // The winner of 1024^3 (no split; a persistent grid of pairs) on the long k: split, and the
+  // persistent grid kept where the runs give it units to walk.
+  const Problem cube = gemm_tc_problem("bf16", "bf16", true, false, 1024, 1024, 1024, 8);
+  Config winner = f.default_config(cube, kH100);
+  winner["BN"] = 128, winner["CLUSTER"] = 2, winner["GROUP"] = 1;
+  ASSERT_EQ(f.reject(winner, cube, kH100), "");
+  EXPECT_EQ(f.adapt(winner, cube, kH100), winner);  // on its own problem: as tuned
+  const Config adapted = f.adapt(winner, long_k, kH100);
+  EXPECT_GE(adapted.at("SPLITK"), 2);
+  EXPECT_EQ(adapted.at("BN"), 128);
+  EXPECT_EQ(f.reject(adapted, long_k, kH100), "");
+  // A tuned split that fits its problem stays; one that does not is chosen afresh.
+  Config split8 = f.default_config(long_k, kH100);
+  split8["SPLITK"] = 8;
+  ASSERT_EQ(f.reject(split8, long_k, kH100), "");
+  EXPECT_EQ(f.adapt(split8, long_k, kH100), split8);
+  const Config on_short = f.adapt(split8, short_k, kH100);
+  EXPECT_EQ(on_short.at("SPLITK"), 1);
+  EXPECT_EQ(f.reject(on_short, short_k, kH100), "");
+  // A stored configuration from before SPLITK existed reads as unsplit.
+  Config old = winner;
+  old.erase("SPLITK");
+  EXPECT_EQ(f.normalize(old).at("SPLITK"), 1);
+}
+
+// The split kernels: partial sums in f32 whatever C is, then the sum of the runs (a second
+// function of the module) into C of the problem's type.
+TEST(GemmTc, SplitKernelsCompileForSm90aWithoutSpills) {
+  const Family& f = find_family("gemm_tc");
+  for (const Problem& p : {gemm_tc_problem("bf16", "bf16", true, false, 256, 512, 65536, 8),
+                           gemm_tc_problem("tf32", "f32", true, false, 256, 512, 65536, 4),
+                           gemm_tc_problem("f16", "f16", false, true, 256, 512, 65536, 8, 2)}) {
+    Config c = f.default_config(p, kH100);
+    ASSERT_GT(c.at("SPLITK"), 1) << p.key();
+    const std::vector<std::string> names = f.name_expressions(c, p);
+    ASSERT_EQ(names.size(), 2u);
+    EXPECT_TRUE(contains(names[0], "ktune::tc::gemm_tc<" +
+                                       std::string(p.attr("dtype") == "tf32"   ? "2"
+                                                   : p.attr("dtype") == "bf16" ? "0"
+                                                                               : "1") +
+                                       ", 0, "))
+        << names[0];
+    EXPECT_EQ(names[1], "ktune::tc::tc_splitk_reduce<" +
+                            std::string(p.attr("out") == "f32"    ? "0"
+                                        : p.attr("out") == "bf16" ? "1"
+                                                                  : "2") +
+                            ">");
+    CompileResult out;
+    ASSERT_NO_THROW(out = compile(f.compile_request(c, p, "sm_90"))) << p.key();
+    ASSERT_EQ(out.resources.size(), 2u);
+    for (const auto& r : out.resources)
+      EXPECT_EQ(local_memory_reason(r), "")
+          << p.key() << " " << r.mangled_name << " " << r.registers << " " << to_string(c);
+    EXPECT_EQ(f.reject_compiled(c, p, kH100, out.resources[0]), "");
+  }
+}
+
 // The transpose gemm_ex runs before a tf32 product whose operand is not k-contiguous: its own
 // source, compiled for every architecture the tensor-core families serve, without spills, and
 // outside the families' hashed sources (the tuned results do not depend on it).
