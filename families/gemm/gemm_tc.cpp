@@ -407,8 +407,9 @@ class GemmTcFamily final : public TcFamilyBase {
     return {};
   }
 
-  // A configuration tuned for another problem: a rasterisation group or a cluster this problem's
-  // grid cannot take is dropped; k is split afresh where the configuration's split does not fit
+  // A configuration tuned for another problem: a tile twice as wide or tall as the problem is
+  // narrowed to it (fit_tile); a rasterisation group or a cluster this problem's grid cannot take
+  // is dropped; k is split afresh where the configuration's split does not fit
   // the problem, or where it splits nothing and pick_split expects a split to take a third less
   // time at least (1024 x 1024 x 65536 in 32 tiles of 128 x 256 on 132 SMs: 4 runs, 0.28 x);
   // the persistent grid goes where nothing is left to walk.
@@ -419,6 +420,7 @@ class GemmTcFamily final : public TcFamilyBase {
     auto rejected_for = [&](const char* what) {
       return reject(c, p, limits).find(what) != std::string::npos;
     };
+    c = fit_tile(c, p);
     if (rejected_for("GROUP")) c["GROUP"] = 1;
     if (rejected_for("cluster")) c["CLUSTER"] = 1;
     Config unsplit = c;
@@ -465,6 +467,7 @@ class GemmTcFamily final : public TcFamilyBase {
                 {"PINGPONG", 0},
                 {"PERSIST", 0},
                 {"SPLITK", 1}};
+    c = fit_tile(c, p);
     c["SPLITK"] = pick_split(c, p, limits);
     return c;
   }
@@ -481,6 +484,28 @@ class GemmTcFamily final : public TcFamilyBase {
   // per k-tile at half the rate); the time is the waves of (tile, run) units times the k-tiles of
   // a run, plus for a split the second kernel: a launch (4 us) and the partial sums written and
   // read, and C written, at 3 TB/s.
+  // A tile at least twice as wide (BN) or tall (BM) as the problem, rounded up to 64, computes
+  // mostly zeros: the narrowest wgmma N that covers the problem's columns, and for rows 64 x 2
+  // (two consumers) or 64 (one) where those cover them (m = 26, n = 574, k = 10^6 in a 128 x 256
+  // tile multiplied 8 times what it kept).
+  static Config fit_tile(Config c, const Problem& p) {
+    const View v = view_of(p.size("m"), p.size("n"), p.size("k"));
+    const std::int64_t n64 = (v.n + 63) / 64 * 64, m64 = (v.m + 63) / 64 * 64;
+    if (c["BN"] >= 2 * n64)
+      for (const int bn : kWgmmaN)
+        if (bn >= v.n) {
+          c["BN"] = bn;
+          break;
+        }
+    const std::int64_t bm = c["PINGPONG"] ? c["WM"] : c["WM"] * c["CONSUMERS"];
+    if (bm >= 2 * m64) {
+      c["WM"] = 64;
+      c["PINGPONG"] = 0;
+      c["CONSUMERS"] = m64 > 64 ? 2 : 1;
+    }
+    return c;
+  }
+
   // *gain: the unsplit time over the chosen one's.
   std::int64_t pick_split(Config c, const Problem& p, const DeviceLimits& limits,
                           double* gain = nullptr) const {

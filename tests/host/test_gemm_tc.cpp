@@ -273,6 +273,23 @@ TEST(GemmTc, SplitKServesFewTilesWithALongK) {
   const Config on_short = f.adapt(split8, short_k, kH100);
   EXPECT_EQ(on_short.at("SPLITK"), 1);
   EXPECT_EQ(f.reject(on_short, short_k, kH100), "");
+  // A tile twice as wide or tall as the problem is narrowed to it (C^T is the kernel's D: its
+  // rows are C's columns): 27 x 25 in one 64 x 64 tile of one consumer; 26 x 574 (D 574 x 26) in
+  // tiles 64 wide of two consumers of 64 rows.
+  const Problem tiny = gemm_tc_problem("tf32", "f32", true, false, 27, 25, 98980, 4);
+  const Config t = f.default_config(tiny, kH100);
+  EXPECT_EQ(t.at("BN"), 64);
+  EXPECT_EQ(t.at("WM"), 64);
+  EXPECT_EQ(t.at("CONSUMERS"), 1);
+  EXPECT_GT(t.at("SPLITK"), 1);
+  EXPECT_EQ(f.reject(t, tiny, kH100), "");
+  const Problem narrow = gemm_tc_problem("tf32", "f32", true, false, 26, 574, 943451, 4);
+  const Config w = f.adapt(winner, narrow, kH100);
+  EXPECT_EQ(w.at("BN"), 64);
+  EXPECT_EQ(w.at("WM") * w.at("CONSUMERS"), 128);
+  EXPECT_EQ(f.reject(w, narrow, kH100), "");
+  EXPECT_EQ(f.adapt(f.default_config(square, kH100), square, kH100),
+            f.default_config(square, kH100));  // a tile the problem fills is kept
   // A stored configuration from before SPLITK existed reads as unsplit.
   Config old = winner;
   old.erase("SPLITK");
