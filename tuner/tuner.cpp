@@ -306,8 +306,14 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       summary.stop_reason = "time budget";
       break;
     }
-    Pending pending = std::move(queue.front());
-    queue.pop_front();
+    // The first candidate whose compile is done (or read from the binary cache) runs first: the
+    // GPU waits on a compile only when none in the window is ready. In proposal order otherwise.
+    auto ready = std::find_if(queue.begin(), queue.end(), [](const Pending& p) {
+      return p.outcome.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    });
+    if (ready == queue.end()) ready = queue.begin();
+    Pending pending = std::move(*ready);
+    queue.erase(ready);
     auto wait_start = Clock::now();
     CompileOutcome outcome = pending.outcome.get();
     summary.gpu_wait_seconds += seconds_since(wait_start);

@@ -4,6 +4,7 @@
 // for the GPU: this tests the loop's use of the cache, not the kernels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "db/database.hpp"
@@ -94,6 +95,34 @@ TEST(BinaryReuse, ASecondProblemReadsTheKernelsTheFirstCompiled) {
   EXPECT_EQ(c.reused, 0u);
   EXPECT_EQ(c.compiled, 3u);
   EXPECT_EQ(db.binary_count(), 9);
+}
+
+// The loop runs a candidate the cache holds before one still compiling ahead of it in the window:
+// the GPU waits on a compile only when nothing else is ready.
+TEST(BinaryReuse, ACandidateReadFromTheCacheRunsBeforeOneStillCompiling) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& family = find_family("elementwise");
+  const Problem small = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  const Problem large = Problem::parse("elementwise", "align=16;dtype=f32;n=16777216;op=copy");
+  SyntheticCompiledRunner first;
+  ASSERT_EQ(tune(db, first, family, small, options(6)).compiled, 6u);
+  // Only the last three binaries stay (stored in the order measured): the larger copy proposes
+  // the same six, the first three of which must compile again.
+  std::uint64_t newest = 0;
+  for (std::size_t i = 3; i < 6; ++i) newest += first.binaries[i].size();
+  EXPECT_EQ(db.limit_binaries(newest), 3u);
+  SyntheticCompiledRunner second;
+  const TuneSummary b = tune(db, second, family, large, options(6));
+  EXPECT_EQ(b.reused, 3u);
+  EXPECT_EQ(b.compiled, 3u);
+  // The three in the cache are measured first, whatever their place among the proposals.
+  std::vector<std::string> cached(first.measured.begin() + 3, first.measured.end());
+  ASSERT_EQ(second.measured.size(), 6u);
+  std::vector<std::string> first_three(second.measured.begin(), second.measured.begin() + 3);
+  std::sort(cached.begin(), cached.end());
+  std::sort(first_three.begin(), first_three.end());
+  EXPECT_EQ(first_three, cached);
 }
 
 TEST(BinaryReuse, OffCompilesEverythingAndKeepsNothing) {
