@@ -668,7 +668,37 @@ void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t
                    float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                    float beta, float* c, std::int64_t ldc, CUstream stream) {
   const ContextScope scope(*impl().device);
+  if (impl().options.allow_tf32 && impl().device->limits().cc_major >= 8) {
+    impl().gemm_tc(layout, op_a, op_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1,
+                   "tf32", "f32", stream);
+    return;
+  }
   impl().gemm(layout, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 4, stream);
+}
+void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                   float alpha, const __nv_bfloat16* a, std::int64_t lda, const __nv_bfloat16* b,
+                   std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc,
+                   CUstream stream) {
+  gemm_ex(layout, op_a, op_b, m, n, k, alpha, DataType::kBF16, a, lda, b, ldb, beta,
+          DataType::kBF16, c, ldc, stream);
+}
+void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                   float alpha, const __nv_bfloat16* a, std::int64_t lda, const __nv_bfloat16* b,
+                   std::int64_t ldb, float beta, float* c, std::int64_t ldc, CUstream stream) {
+  gemm_ex(layout, op_a, op_b, m, n, k, alpha, DataType::kBF16, a, lda, b, ldb, beta, DataType::kF32,
+          c, ldc, stream);
+}
+void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                   float alpha, const __half* a, std::int64_t lda, const __half* b,
+                   std::int64_t ldb, float beta, __half* c, std::int64_t ldc, CUstream stream) {
+  gemm_ex(layout, op_a, op_b, m, n, k, alpha, DataType::kF16, a, lda, b, ldb, beta, DataType::kF16,
+          c, ldc, stream);
+}
+void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                   float alpha, const __half* a, std::int64_t lda, const __half* b,
+                   std::int64_t ldb, float beta, float* c, std::int64_t ldc, CUstream stream) {
+  gemm_ex(layout, op_a, op_b, m, n, k, alpha, DataType::kF16, a, lda, b, ldb, beta, DataType::kF32,
+          c, ldc, stream);
 }
 void Runtime::gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
                    double alpha, const double* a, std::int64_t lda, const double* b,

@@ -15,6 +15,10 @@
 // The same declaration as in cuda.h / cuda_runtime.h: a cudaStream_t, a CUstream, or a stream
 // from PyTorch (torch.cuda.current_stream().cuda_stream) or CuPy can be passed as is.
 typedef struct CUstream_st* CUstream;
+// The 16-bit types of cuda_bf16.h and cuda_fp16.h, declared as those headers declare them: the
+// typed tensor-core gemm() calls take pointers to them without this header including CUDA's.
+struct __nv_bfloat16;
+struct __half;
 
 namespace ktune {
 
@@ -54,6 +58,10 @@ struct Options {
   // `predicted` step, GEMM). false: by the nearest tuned problem's winner as it is, the chain
   // before the model (for comparing the two: `ktune bench gemm --random-shapes`).
   bool predict = true;
+  // gemm() of float arrays runs on the tensor cores as TF32 (10 bits of mantissa, fp32
+  // accumulation: gemm_ex with kTF32) on GPUs that have them (sm_80 and later), as PyTorch's
+  // allow_tf32 and cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32; false: FP32 on the FMA units.
+  bool allow_tf32 = false;
 };
 
 // Tunes one problem at its first call (Options::tune_on_miss). The runtime does not depend on
@@ -124,6 +132,21 @@ class Runtime {
   void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
             double alpha, const double* a, std::int64_t lda, const double* b, std::int64_t ldb,
             double beta, double* c, std::int64_t ldc, CUstream stream = nullptr);
+  // The tensor cores with the types taken from the pointers: gemm_ex with kBF16 or kF16 A and B,
+  // C of their type or float (fp32 accumulation either way).
+  void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            float alpha, const __nv_bfloat16* a, std::int64_t lda, const __nv_bfloat16* b,
+            std::int64_t ldb, float beta, __nv_bfloat16* c, std::int64_t ldc,
+            CUstream stream = nullptr);
+  void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            float alpha, const __nv_bfloat16* a, std::int64_t lda, const __nv_bfloat16* b,
+            std::int64_t ldb, float beta, float* c, std::int64_t ldc, CUstream stream = nullptr);
+  void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            float alpha, const __half* a, std::int64_t lda, const __half* b, std::int64_t ldb,
+            float beta, __half* c, std::int64_t ldc, CUstream stream = nullptr);
+  void gemm(Layout layout, Op op_a, Op op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            float alpha, const __half* a, std::int64_t lda, const __half* b, std::int64_t ldb,
+            float beta, float* c, std::int64_t ldc, CUstream stream = nullptr);
   // --- gemm_ex: A and B on the tensor cores, as cublasGemmEx ---
   // A and B of ab_type (kBF16 or kF16: __nv_bfloat16 or __half; kTF32: float), fp32
   // accumulation, C of c_type (kF32, or ab_type for the 16-bit types); alpha and beta in float.

@@ -213,12 +213,15 @@ TEST_F(GemmGpu, BlasEdgeCases) {
     run_case<float>(rt, c, ++seed);
     run_case<double>(rt, c, ++seed);
   }
-  // m = 0 and n = 0: nothing happens (null pointers allowed).
-  EXPECT_NO_THROW(rt.gemm(Layout::kColMajor, Op::kN, Op::kN, 0, 5, 5, 1.0f, nullptr, 1, nullptr, 5,
-                          0.0f, nullptr, 1));
-  EXPECT_THROW(rt.gemm(Layout::kColMajor, Op::kN, Op::kN, 5, 5, 5, 1.0f, nullptr, 5, nullptr, 5,
-                       0.0f, nullptr, 5),
-               Error);
+  // m = 0 and n = 0: nothing happens (null pointers allowed; typed, since gemm() also takes
+  // bf16 and fp16 pointers).
+  const float* none = nullptr;
+  float* none_c = nullptr;
+  EXPECT_NO_THROW(
+      rt.gemm(Layout::kColMajor, Op::kN, Op::kN, 0, 5, 5, 1.0f, none, 1, none, 5, 0.0f, none_c, 1));
+  EXPECT_THROW(
+      rt.gemm(Layout::kColMajor, Op::kN, Op::kN, 5, 5, 5, 1.0f, none, 5, none, 5, 0.0f, none_c, 5),
+      Error);
 }
 
 TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
@@ -400,7 +403,8 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       // measurements, so the predicted step (the nearest measurement of each kernel) can answer
       // with nothing else. With the presets, measurements of problems nearer than the pinned
       // ones won, and the odd shapes ran other configurations than the pinned one.
-      for (const auto& [name, text] : shipped_presets()) db.record_preset(name, preset_digest(text));
+      for (const auto& [name, text] : shipped_presets())
+        db.record_preset(name, preset_digest(text));
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
           // Split-K needs few tiles; SWIZZLE=8 needs more than 8 rows of tiles.

@@ -3,6 +3,8 @@
 // (tile shapes, one or two consumer warpgroups, clusters with TMA multicast, the persistent grid)
 // against a host reference in double, with alpha and beta, edges in m, n and k, an odd ldc (the
 // scalar stores) and rows of C past m that must stay as they were.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -657,6 +659,90 @@ TEST(GemmTcGpu, TheRuntimeSplitsALongKOverFewTiles) {
     if (!(std::fabs(got[e] - ref[e]) <= t32.acc * mag[e] + 1e-6) && ++wrong <= 3)
       ADD_FAILURE() << "batch element " << e << " = " << got[e] << ", expected " << ref[e];
   EXPECT_EQ(wrong, 0);
+}
+
+// The typed gemm() of bf16 and fp16 pointers is gemm_ex with those types (the same bits), and
+// Options::allow_tf32 sends gemm() of floats to the tf32 tensor cores (the bits of gemm_ex with
+// kTF32, not those of the FP32 path).
+TEST(GemmTcGpu, TypedGemmAndAllowTf32AreGemmEx) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major < 8)
+    GTEST_SKIP() << "the tensor-core calls need sm_80 or later; this GPU is "
+                 << ktune_held_device.limits().arch();
+  Options o;
+  o.use_database = false;
+  Runtime rt(o);
+  const std::int64_t m = 300, n = 200, k = 520;  // row-major y (m x n) = x (m x k) w^T (w: n x k)
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(m * k)), w(static_cast<std::size_t>(n * k));
+  for (auto& e : x) e = value(rng);
+  for (auto& e : w) e = value(rng);
+  auto to16 = [](const std::vector<float>& v, bool bf16) {
+    std::vector<std::uint16_t> h(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) h[i] = encode(v[i], bf16);
+    return h;
+  };
+  for (const bool bf16 : {true, false}) {
+    const DataType type = bf16 ? DataType::kBF16 : DataType::kF16;
+    detail::DeviceBuffer dx(x.size() * 2), dw(w.size() * 2), ex(m * n * 4), typed(m * n * 4);
+    upload(dx.get(), to16(x, bf16));
+    upload(dw.get(), to16(w, bf16));
+    for (const bool out32 : {false, true}) {
+      const std::size_t bytes = static_cast<std::size_t>(m * n) * (out32 ? 4 : 2);
+      rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, type,
+                 reinterpret_cast<const void*>(dx.get()), k,
+                 reinterpret_cast<const void*>(dw.get()), k, 0.0f, out32 ? DataType::kF32 : type,
+                 reinterpret_cast<void*>(ex.get()), n);
+      if (bf16) {
+        const auto* a = reinterpret_cast<const __nv_bfloat16*>(dx.get());
+        const auto* b = reinterpret_cast<const __nv_bfloat16*>(dw.get());
+        if (out32)
+          rt.gemm(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, a, k, b, k, 0.0f,
+                  reinterpret_cast<float*>(typed.get()), n);
+        else
+          rt.gemm(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, a, k, b, k, 0.0f,
+                  reinterpret_cast<__nv_bfloat16*>(typed.get()), n);
+      } else {
+        const auto* a = reinterpret_cast<const __half*>(dx.get());
+        const auto* b = reinterpret_cast<const __half*>(dw.get());
+        if (out32)
+          rt.gemm(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, a, k, b, k, 0.0f,
+                  reinterpret_cast<float*>(typed.get()), n);
+        else
+          rt.gemm(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, a, k, b, k, 0.0f,
+                  reinterpret_cast<__half*>(typed.get()), n);
+      }
+      testing::synchronize();
+      EXPECT_EQ(download<unsigned char>(ex.get(), bytes),
+                download<unsigned char>(typed.get(), bytes))
+          << (bf16 ? "bf16" : "f16") << (out32 ? " -> f32" : "");
+    }
+  }
+  // Floats that tf32 does not hold (random 24-bit mantissas).
+  detail::DeviceBuffer fx(x.size() * 4), fw(w.size() * 4), ex(m * n * 4), tf(m * n * 4),
+      fp(m * n * 4);
+  upload(fx.get(), x);
+  upload(fw.get(), w);
+  rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kTF32,
+             reinterpret_cast<const void*>(fx.get()), k, reinterpret_cast<const void*>(fw.get()), k,
+             0.0f, DataType::kF32, reinterpret_cast<void*>(ex.get()), n);
+  o.allow_tf32 = true;
+  Runtime tf32(o);
+  const auto* a = reinterpret_cast<const float*>(fx.get());
+  const auto* b = reinterpret_cast<const float*>(fw.get());
+  tf32.gemm(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, a, k, b, k, 0.0f,
+            reinterpret_cast<float*>(tf.get()), n);
+  rt.gemm(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, a, k, b, k, 0.0f,
+          reinterpret_cast<float*>(fp.get()), n);
+  testing::synchronize();
+  const auto want = download<float>(ex.get(), static_cast<std::size_t>(m * n));
+  const auto got = download<float>(tf.get(), want.size());
+  const auto fp32 = download<float>(fp.get(), want.size());
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << "allow_tf32";
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) differ += fp32[i] != want[i];
+  EXPECT_GT(differ, want.size() / 2) << "the FP32 path gave the tf32 bits";
 }
 
 TEST(GemmTcGpu, StridedBatchesMatchTheHostReferencePerMatrix) {

@@ -1,7 +1,13 @@
 // Host tests: without a CUDA driver, every entry point says so clearly instead of crashing.
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "ktune/ktune.hpp"
+// After ktune.hpp: its declarations of __nv_bfloat16 and __half are those of CUDA's headers.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "platform/driver.hpp"
 
 namespace ktune {
@@ -20,6 +26,17 @@ TEST(NoDriver, RuntimeReportsNoDriverOrDevice) {
     EXPECT_NE(std::string(e.what()).find("no CUDA"), std::string::npos) << e.what();
   }
 }
+
+// gemm() takes bf16 and fp16 pointers as CUDA's headers define them (C of their type or float):
+// these casts compile only if the overloads exist with those types.
+using Bf16Gemm = void (Runtime::*)(Layout, Op, Op, std::int64_t, std::int64_t, std::int64_t, float,
+                                   const __nv_bfloat16*, std::int64_t, const __nv_bfloat16*,
+                                   std::int64_t, float, __nv_bfloat16*, std::int64_t, CUstream);
+using HalfGemm = void (Runtime::*)(Layout, Op, Op, std::int64_t, std::int64_t, std::int64_t, float,
+                                   const __half*, std::int64_t, const __half*, std::int64_t, float,
+                                   float*, std::int64_t, CUstream);
+static_assert(std::is_same_v<decltype(static_cast<Bf16Gemm>(&Runtime::gemm)), Bf16Gemm>);
+static_assert(std::is_same_v<decltype(static_cast<HalfGemm>(&Runtime::gemm)), HalfGemm>);
 
 }  // namespace
 }  // namespace ktune
