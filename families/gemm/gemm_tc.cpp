@@ -478,12 +478,6 @@ class GemmTcFamily final : public TcFamilyBase {
   }
 
  private:
-  // The split of k for a configuration on a problem nobody tuned (its SPLITK ignored): of the
-  // valid ones, the fastest by a rough model of one block per SM. A run of one k-tile of a tile
-  // takes 2 BM BN 64 flops at a 132nd of 989 TFLOPS (an H100's bf16 peak; tf32 runs half the k
-  // per k-tile at half the rate); the time is the waves of (tile, run) units times the k-tiles of
-  // a run, plus for a split the second kernel: a launch (4 us) and the partial sums written and
-  // read, and C written, at 3 TB/s.
   // A tile at least twice as wide (BN) or tall (BM) as the problem, rounded up to 64, computes
   // mostly zeros: the narrowest wgmma N that covers the problem's columns, and for rows 64 x 2
   // (two consumers) or 64 (one) where those cover them (m = 26, n = 574, k = 10^6 in a 128 x 256
@@ -506,6 +500,12 @@ class GemmTcFamily final : public TcFamilyBase {
     return c;
   }
 
+  // The split of k for a configuration on a problem nobody tuned (its SPLITK ignored): of the
+  // valid ones, the fastest by a rough model of one block per SM. A run of one k-tile of a tile
+  // takes 2 BM BN 64 flops at a 132nd of 989 TFLOPS (an H100's bf16 peak; tf32 runs half the k
+  // per k-tile at half the rate); the time is the waves of (tile, run) units times the k-tiles of
+  // a run, plus for a split the second kernel: a launch (4 us) and the partial sums written and
+  // read, and C written, at 3 TB/s.
   // *gain: the unsplit time over the chosen one's.
   std::int64_t pick_split(Config c, const Problem& p, const DeviceLimits& limits,
                           double* gain = nullptr) const {
@@ -522,7 +522,9 @@ class GemmTcFamily final : public TcFamilyBase {
     const double unsplit_us =
         waves(units) * static_cast<double>(k_runs(v.k, p.attr("dtype"), 1).per_run) * step_us;
     double best_us = unsplit_us;
-    for (const std::int64_t split : params_.back().values) {
+    const auto splits = std::find_if(params_.begin(), params_.end(),
+                                     [](const Param& q) { return q.name == "SPLITK"; });
+    for (const std::int64_t split : splits->values) {
       if (split <= 1) continue;
       c["SPLITK"] = split;
       if (!reject(c, p, limits).empty()) continue;
@@ -1006,7 +1008,12 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
     const auto blocks_x = static_cast<unsigned>(((cols + 3) / 4 + 255) / 256);
     const auto blocks_y = static_cast<unsigned>(
         std::min<std::int64_t>(static_cast<std::int64_t>(rows) * batch, 65535));
-    kernel.launch(1, blocks_x, blocks_y, 1, 256, 1, 1, 0, stream, reduce);
+    try {
+      kernel.launch(1, blocks_x, blocks_y, 1, 256, 1, 1, 0, stream, reduce);
+    } catch (...) {
+      driver().cuMemFreeAsync(partial, stream);
+      throw;
+    }
     check(driver().cuMemFreeAsync(partial, stream), "cuMemFreeAsync");
   }
 }
