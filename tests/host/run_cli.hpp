@@ -31,7 +31,11 @@ inline std::string shell_quote(const std::string& s) {
 inline CliResult run_cli(const std::vector<std::string>& args, const std::string& prefix = "",
                          const std::string& stdout_to = "") {
   TempDir dir;
-  std::string cmd = prefix + " " + shell_quote(ktune_cli());
+  // $KTUNE_FAMILY_FILES is how this process hands the family files it registered
+  // (testing::faults_family) to the tuner's worker processes; the ktune under test sees only the
+  // family files its arguments (or `prefix`) name. Inherited, it made the planted-fault family
+  // known to every later command of a whole-suite run ("n=1024" became a valid problem of it).
+  std::string cmd = "unset KTUNE_FAMILY_FILES; " + prefix + " " + shell_quote(ktune_cli());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " >" + (stdout_to.empty() ? dir.file("out") : stdout_to) + " 2>" + dir.file("err") +
          " </dev/null";
