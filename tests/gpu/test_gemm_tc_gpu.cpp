@@ -88,6 +88,15 @@ struct Case {
   std::string op = "tn";  // nn, nt, tt: MN-major operands in the kernel
 };
 
+// The values as bf16 in a new device buffer.
+std::unique_ptr<detail::DeviceBuffer> upload_bf16(const std::vector<double>& vals) {
+  std::vector<std::uint16_t> h(vals.size());
+  for (std::size_t i = 0; i < vals.size(); ++i) h[i] = encode(static_cast<float>(vals[i]), true);
+  auto buf = std::make_unique<detail::DeviceBuffer>(h.size() * 2);
+  upload(buf->get(), h);
+  return buf;
+}
+
 void run_case(const Family& f, const Device& device, KernelCache& cache, const Case& c,
               std::uint64_t seed) {
   const bool tf32 = c.dtype == "tf32";
@@ -606,14 +615,7 @@ TEST(GemmTcGpu, TheRuntimeSplitsALongKOverFewTiles) {
   for (auto& e : x) e = pick(rng) / 128.0;
   for (auto& e : w) e = pick(rng) / 128.0;
   for (auto& e : y0) e = pick(rng) / 128.0;
-  auto upload16 = [&](const std::vector<double>& vals) {
-    std::vector<std::uint16_t> h(vals.size());
-    for (std::size_t i = 0; i < vals.size(); ++i) h[i] = encode(static_cast<float>(vals[i]), true);
-    auto buf = std::make_unique<detail::DeviceBuffer>(h.size() * 2);
-    upload(buf->get(), h);
-    return buf;
-  };
-  const auto dx = upload16(x), dw = upload16(w), dy16 = upload16(y0);
+  const auto dx = upload_bf16(x), dw = upload_bf16(w), dy16 = upload_bf16(y0);
   std::vector<double> ref(static_cast<std::size_t>(m * n * batch)), mag(ref.size());
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t i = 0; i < m; ++i)
@@ -762,15 +764,7 @@ TEST(GemmTcGpu, StridedBatchesMatchTheHostReferencePerMatrix) {
   for (auto& e : x) e = pick(rng) / 128.0;
   for (auto& e : w) e = pick(rng) / 128.0;
   for (auto& e : v) e = pick(rng) / 128.0;
-  auto upload16 = [&](const std::vector<double>& vals, std::size_t extra) {
-    std::vector<std::uint16_t> h(vals.size() + extra, 0);
-    for (std::size_t i = 0; i < vals.size(); ++i)
-      h[i + extra] = encode(static_cast<float>(vals[i]), true);
-    auto buf = std::make_unique<detail::DeviceBuffer>(h.size() * 2);
-    upload(buf->get(), h);
-    return buf;
-  };
-  const auto dx = upload16(x, 0), dw = upload16(w, 0), dv = upload16(v, 0);
+  const auto dx = upload_bf16(x), dw = upload_bf16(w), dv = upload_bf16(v);
   const std::int64_t sc = m * n + 4;  // C's matrices, row-major m x n, sc apart
   detail::DeviceBuffer dy(static_cast<std::size_t>(sc * batch) * 4);
   auto check = [&](const std::vector<float>& y, bool with_v, const char* what) {
@@ -823,7 +817,7 @@ TEST(GemmTcGpu, StridedBatchesMatchTheHostReferencePerMatrix) {
     for (std::int64_t b = 0; b < batch; ++b)
       for (std::int64_t e = 0; e < m * k; ++e)
         x1[static_cast<std::size_t>(b * sx1 + e)] = x[static_cast<std::size_t>(b * sx + e)];
-    const auto dx1 = upload16(x1, 0);
+    const auto dx1 = upload_bf16(x1);
     rt.gemm_strided_batched_ex(Layout::kRowMajor, Op::kN, Op::kT, m, n, k, 1.0f, DataType::kBF16,
                                ptr(dx1), k, sx1, ptr(dw), k, sw, 0.0f, DataType::kF32, py, n, sc,
                                batch);
