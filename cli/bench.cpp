@@ -352,14 +352,19 @@ constexpr double kAnchorTolerance = 4.0;
 // against the double reference on fresh inputs (cuBLASLt against kAnchorTolerance times the bound).
 void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
                    detail::Stream& stream, L2Flusher& flusher, const TimingOptions& timing,
-                   const Family& family, const std::string& dtype,
+                   const Family& tc_family, const std::string& dtype,
                    const std::vector<GemmShape>& shapes, std::int64_t batch, std::vector<Row>& rows,
                    bool& all_verified) {
   anchors::CublasLtGemm16 lt;
   std::uint64_t seed = 300;
   double log_sum = 0;
   int count = 0;
+  // Where the runtime would answer (this GPU's tensor-core family), a shape with m or n at most 16
+  // runs on the skinny kernels, as the runtime runs it.
+  const bool runtime_family = &tc_family == &gemm_tc_family_for(device.limits());
   for (const GemmShape& s : shapes) {
+    const Family& family =
+        runtime_family && gemm_tc_is_skinny(s.m, s.n, batch) ? gemm_tc_skinny_family() : tc_family;
     Problem problem = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
     problem.family = family.name();
     family.validate(problem);
@@ -448,7 +453,8 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
       ++count;
     }
   }
-  Row g{family.name(), "dtype=" + dtype + " " + std::to_string(count) + " shapes", "geomean ratio"};
+  Row g{tc_family.name(), "dtype=" + dtype + " " + std::to_string(count) + " shapes",
+        "geomean ratio"};
   g.ratio = count ? std::exp(log_sum / count) : 0;
   g.anchor = "cuBLASLt";
   rows.push_back(g);
@@ -852,7 +858,9 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
         Problem problem;
         if (tc) {
           problem = gemm_tc_bench_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, 1);
-          problem.family = gemm_tc_family_for(device.limits()).name();
+          problem.family = gemm_tc_is_skinny(s.m, s.n, 1)
+                               ? gemm_tc_skinny_family().name()
+                               : gemm_tc_family_for(device.limits()).name();
         } else {
           problem = gemm_call_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
         }

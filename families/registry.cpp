@@ -24,6 +24,7 @@ const Family& gemm_family();
 const Family& gemm_skinny_family();
 const Family& gemm_tc_family();
 const Family& gemm_tc80_family();
+const Family& gemm_tc_skinny_family();
 const Family& histogram_family();
 
 namespace {
@@ -95,8 +96,8 @@ void load_environment(Registry& r) {
 }  // namespace
 
 std::vector<const Family*> builtin_families() {
-  return {&elementwise_family(), &gemm_family(),      &gemm_skinny_family(),
-          &gemm_tc_family(),     &gemm_tc80_family(), &histogram_family()};
+  return {&elementwise_family(), &gemm_family(),           &gemm_skinny_family(), &gemm_tc_family(),
+          &gemm_tc80_family(),   &gemm_tc_skinny_family(), &histogram_family()};
 }
 
 std::vector<const Family*> all_families() {

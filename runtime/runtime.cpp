@@ -397,6 +397,25 @@ struct Runtime::Impl {
       gemm_tc_scale_launch(*kernels->get(r), call, stream);
       return;
     }
+    const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
+    const unsigned out_code = call.out == "f32" ? 0 : in_code;
+    if (gemm_tc_is_skinny(call.m, call.n, call.batch)) {
+      // m or n at most 16 and one product: the skinny kernels, which read the long operand once,
+      // in any layout and alignment (nothing transposed or copied first).
+      static const Family& skinny = gemm_tc_skinny_family();
+      const int skinny_align = gemm_tc_alignment(call);
+      const CallKey key{6u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |
+                            unsigned(call.trans_b) << 8 | unsigned(skinny_align),
+                        call.m, call.n, call.k, 1};
+      const Entry& e = resolve(key, skinny, [&] {
+        Problem p = gemm_tc_problem(dtype, out, call.trans_a, call.trans_b, call.m, call.n, call.k,
+                                    skinny_align, 1);
+        p.family = skinny.name();
+        return p;
+      });
+      gemm_tc_launch(skinny, *e.kernel, e.choice.config, call, stream);
+      return;
+    }
     // Scratch memory of the stream's pool (aligned or transposed operands), returned after the
     // GEMM is queued.
     std::vector<CUdeviceptr> copies;
@@ -433,8 +452,6 @@ struct Runtime::Impl {
       call.trans_a = true;
       call.trans_b = false;
     }
-    const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
-    const unsigned out_code = call.out == "f32" ? 0 : in_code;
     const CallKey key{5u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |
                           unsigned(call.trans_b) << 8 | unsigned(align),
                       call.m, call.n, call.k, call.batch};

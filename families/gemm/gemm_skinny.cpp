@@ -6,6 +6,7 @@
 
 #include "families/family.hpp"
 #include "families/gemm/gemm.hpp"
+#include "families/gemm/skinny_rules.hpp"
 #include "ktune/error.hpp"
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
@@ -16,9 +17,16 @@ using detail::check;
 using detail::driver;
 
 namespace {
+constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
+}  // namespace
+
+namespace {
 
 constexpr std::int64_t kMaxSmall = 16;
-constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
+
+using skinny::Geometry;
+using skinny::get;
+using skinny::Rules;
 
 // Same layout as ktune::SkinnyParams<T> in gemm_skinny.cuh.
 template <typename T>
@@ -33,103 +41,40 @@ struct SkinnyArgs {
   T alpha, beta;
 };
 
-std::int64_t get(const Config& c, const char* name) {
-  auto it = c.find(name);
-  if (it == c.end())
-    throw Error(ErrorCode::kInvalidArgument, std::string("gemm_skinny config: missing ") + name);
-  return it->second;
-}
-
-// The call as D(M x N) = X(M x K) Y(K x N), N <= 16: C itself where n is the small side, else
-// C^T = op(B)^T op(A)^T. Strides in elements.
-struct Skinny {
-  bool swapped = false;  // m is the small side: D = C^T
-  std::int64_t m = 0, n = 0, k = 0;
-  bool x_kcontig = false, y_kcontig = false;
-  long long xs_m = 0, xs_k = 0, ys_k = 0, ys_n = 0, ds_m = 0, ds_n = 0;
-};
-
-Skinny skinny_of(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                 std::int64_t lda = 0, std::int64_t ldb = 0, std::int64_t ldc = 0) {
-  Skinny s;
-  s.swapped = m < n;
-  s.k = k;
-  if (!s.swapped) {
-    // X = op(A): A(i, p) = a[i + p lda], or a[p + i lda] transposed. Y = op(B) likewise.
-    s.m = m, s.n = n;
-    s.x_kcontig = ta;
-    s.xs_m = ta ? lda : 1, s.xs_k = ta ? 1 : lda;
-    s.y_kcontig = !tb;
-    s.ys_k = tb ? ldb : 1, s.ys_n = tb ? 1 : ldb;
-    s.ds_m = 1, s.ds_n = ldc;
-  } else {
-    // X = op(B)^T: X(j, p) = op(B)(p, j). Y = op(A)^T: Y(p, i) = op(A)(i, p). D(j, i) = C(i, j).
-    s.m = n, s.n = m;
-    s.x_kcontig = !tb;
-    s.xs_m = tb ? 1 : ldb, s.xs_k = tb ? ldb : 1;
-    s.y_kcontig = ta;
-    s.ys_k = ta ? 1 : lda, s.ys_n = ta ? lda : 1;
-    s.ds_m = ldc, s.ds_n = 1;
-  }
-  return s;
-}
-
-Skinny skinny_of(const Problem& p) {
+Geometry skinny_of(const Problem& p) {
   const std::string& op = p.attr("op");
-  return skinny_of(op[0] == 't', op[1] == 't', p.size("m"), p.size("n"), p.size("k"));
+  return skinny::geometry_of(op[0] == 't', op[1] == 't', p.size("m"), p.size("n"), p.size("k"));
 }
 
 int dtype_bytes(const Problem& p) { return p.attr("dtype") == "f64" ? 8 : 4; }
-
-// k per split: whole multiples of 4 elements (the dot kernel's packets stay aligned), and the
-// splits that are not empty.
-struct KParts {
-  std::int64_t per_split, splits;
-};
-KParts k_parts(std::int64_t k, std::int64_t split) {
-  if (split <= 1) return {k, 1};
-  const std::int64_t per = ((k + split - 1) / split + 3) / 4 * 4;
-  return {per, (k + per - 1) / per};
-}
-
-// Rows of D one block covers.
-std::int64_t block_rows(const Config& c, bool x_kcontig) {
-  if (x_kcontig) return get(c, "ROWS");
-  const std::int64_t warps = get(c, "THREADS") / 32;
-  return warps / get(c, "KWARPS") * get(c, "ROWS") * 32 * get(c, "VEC");
-}
-
-std::int64_t blocks_of(const Config& c, const Skinny& s) {
-  const std::int64_t rows = block_rows(c, s.x_kcontig);
-  return (s.m + rows - 1) / rows;
-}
+skinny::Types types_of(int bytes) { return {bytes, bytes, 4}; }
 
 class GemmSkinnyFamily final : public Family {
  public:
-  GemmSkinnyFamily() {
-    params_ = {
-        {"THREADS", {64, 128, 256, 512}, "threads per block"},
-        {"ROWS",
-         {1, 2, 4, 8},
-         "rows of the long side per block (X k-contiguous) or packets of rows per lane (X "
-         "m-contiguous)"},
-        {"VEC", {1, 2, 4}, "elements per load of X (needs aligned pointers and leading dims)"},
-        {"KWARPS",
-         {1, 2, 4, 8},
-         "X m-contiguous: warps of a block that share its rows and interleave k, summed in "
-         "shared memory"},
-        {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
-        {"SPLITK",
-         {1, 2, 4, 8, 16, 32, 64},
-         "k splits over the grid, their partial sums added in a fixed order by a second kernel"},
-    };
-  }
+  GemmSkinnyFamily()
+      : rules_({
+            {"THREADS", {64, 128, 256, 512}, "threads per block"},
+            {"ROWS",
+             {1, 2, 4, 8},
+             "rows of the long side per block (X k-contiguous) or packets of rows per lane (X "
+             "m-contiguous)"},
+            {"VEC", {1, 2, 4}, "elements per load of X (needs aligned pointers and leading dims)"},
+            {"KWARPS",
+             {1, 2, 4, 8},
+             "X m-contiguous: warps of a block that share its rows and interleave k, summed in "
+             "shared memory"},
+            {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
+            {"SPLITK",
+             {1, 2, 4, 8, 16, 32, 64},
+             "k splits over the grid, their partial sums added in a fixed order by a second "
+             "kernel"},
+        }) {}
   std::string name() const override { return "gemm_skinny"; }
   std::string description() const override {
     return "GEMM with n or m <= 16 (matrix-vector included): X read once, f32/f64";
   }
   std::string source_file() const override { return "gemm_skinny.cuh"; }
-  const std::vector<Param>& params() const override { return params_; }
+  const std::vector<Param>& params() const override { return rules_.params(); }
   std::string metric_unit() const override { return "TFLOPS"; }
   std::optional<double> work_of(const Problem& p, const DeviceLimits&) const override {
     validate(p);
@@ -172,45 +117,7 @@ class GemmSkinnyFamily final : public Family {
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
-    const int bytes = dtype_bytes(p);
-    const Skinny s = skinny_of(p);
-    const std::int64_t threads = get(c, "THREADS"), rows = get(c, "ROWS"), vec = get(c, "VEC"),
-                       kwarps = get(c, "KWARPS");
-    if (threads > limits.max_threads_per_block) return "more threads than a block may have";
-    if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
-    if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
-    const std::int64_t max_acc = bytes == 4 ? 64 : 32;
-    if (s.x_kcontig) {
-      if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
-      if (rows * s.n > max_acc) return "more sums per thread than registers hold";
-      if (rows > 1 && rows >= 2 * s.m) return "more rows per block than the problem has";
-    } else {
-      const std::int64_t warps = threads / 32;
-      if (warps % kwarps) return "KWARPS does not divide the warps";
-      if (rows * vec * s.n > max_acc) return "more sums per thread than registers hold";
-      const std::int64_t smem = (kwarps - 1) * (warps / kwarps) * rows * vec * s.n * 32 * bytes;
-      if (smem > limits.smem_per_block) return "the KWARPS sum needs more static shared memory";
-      // The smallest block of this THREADS and KWARPS is enough for a short side.
-      if ((rows > 1 || vec > std::min<std::int64_t>(p.size("align"), 16 / bytes)) &&
-          block_rows(c, false) >= 2 * s.m)
-        return "more rows per block than the problem has";
-    }
-    const std::int64_t split = get(c, "SPLITK");
-    if (split > 1) {
-      // Split k only where the rows leave the GPU short of warps (32 per SM hide the latency).
-      const std::int64_t blocks = blocks_of(c, s);
-      if (blocks * (threads / 32) >= 32 * limits.sm_count)
-        return "enough warps without splitting k";
-      if (blocks * split > 32 * limits.sm_count) return "more splits than the GPU can use";
-      const KParts parts = k_parts(s.k, split);
-      // Rounding k per split to whole packets may leave a split or a few empty; half of them
-      // empty is the next smaller SPLITK again.
-      if (parts.splits * 2 <= split) return "SPLITK leaves half its splits empty";
-      const std::int64_t least = s.x_kcontig ? threads * vec : kwarps * 4;
-      if (parts.per_split < least) return "splits too short for the block";
-    }
-    if (blocks_of(c, s) > kMaxDim) return "too many blocks for one launch";
-    return {};
+    return rules_.reject(c, skinny_of(p), p.size("align"), types_of(dtype_bytes(p)), limits);
   }
 
   std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
@@ -218,26 +125,8 @@ class GemmSkinnyFamily final : public Family {
     return local_memory_reason(res);
   }
 
-  // A configuration from another problem: its block shape kept where this problem allows it, and
-  // k split afresh for this problem's rows and k.
   Config adapt(const Config& config, const Problem& p, const DeviceLimits& limits) const override {
-    Config c = config;
-    for (const auto& param : params_)
-      if (!c.count(param.name)) return c;
-    const Skinny s = skinny_of(p);
-    const int bytes = dtype_bytes(p);
-    c["VEC"] = std::min<std::int64_t>({c["VEC"], p.size("align"), 16 / bytes});
-    if (s.x_kcontig) c["KWARPS"] = 1;
-    // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
-    // the registers (a winner of N = 8 with 8 rows for N = 13: 4 rows).
-    auto too_many_rows = [&] {
-      const std::string why = reject(with_split(c, 1), p, limits);
-      return why.find("rows") != std::string::npos || why.find("sums") != std::string::npos;
-    };
-    while (c["ROWS"] > 1 && too_many_rows()) c["ROWS"] /= 2;
-    if (!s.x_kcontig)
-      while (c["KWARPS"] > 1 && !reject(with_split(c, 1), p, limits).empty()) c["KWARPS"] /= 2;
-    return fill_split(c, p, limits);
+    return rules_.adapt(config, skinny_of(p), p.size("align"), types_of(dtype_bytes(p)), limits);
   }
 
   int block_threads(const Config& c, const Problem&) const override {
@@ -245,7 +134,7 @@ class GemmSkinnyFamily final : public Family {
   }
 
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    const Skinny s = skinny_of(p);
+    const Geometry s = skinny_of(p);
     const std::string type = dtype_bytes(p) == 4 ? "float" : "double";
     const bool split = get(c, "SPLITK") > 1;
     auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
@@ -261,27 +150,8 @@ class GemmSkinnyFamily final : public Family {
     return names;
   }
 
-  // Wide loads; for the dot kernel as many rows per block as half the registers' budget allows
-  // (Y, re-read by every block, then costs at most as much as X); k split to fill the GPU.
   Config default_config(const Problem& p, const DeviceLimits& limits) const override {
-    const Skinny s = skinny_of(p);
-    const int bytes = dtype_bytes(p);
-    std::int64_t rows = 1;
-    if (s.x_kcontig)
-      while (rows < 8 && rows * 2 * s.n <= (bytes == 4 ? 32 : 16) && rows * 2 < 2 * s.m) rows *= 2;
-    // X m-contiguous: scalar loads and four warps on each row group, as the H100's winners of
-    // 4096 x 1 x 4096 (more blocks of fewer rows, and more loads in flight per block).
-    Config c = {{"THREADS", s.x_kcontig ? 128 : 512},
-                {"ROWS", rows},
-                {"VEC", s.x_kcontig ? std::min<std::int64_t>(p.size("align"), 16 / bytes) : 1},
-                {"KWARPS", s.x_kcontig ? 1 : 4},
-                {"UNROLL", s.x_kcontig ? 2 : 4},
-                {"SPLITK", 1}};
-    // Down to what the problem allows (ROWS, VEC and KWARPS of 1 always fit).
-    while (c["KWARPS"] > 1 && !reject(c, p, limits).empty()) c["KWARPS"] /= 2;
-    while (c["VEC"] > 1 && !reject(c, p, limits).empty()) c["VEC"] /= 2;
-    while (c["ROWS"] > 1 && !reject(c, p, limits).empty()) c["ROWS"] /= 2;
-    return fill_split(c, p, limits);
+    return rules_.default_config(skinny_of(p), p.size("align"), types_of(dtype_bytes(p)), limits);
   }
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
@@ -291,27 +161,7 @@ class GemmSkinnyFamily final : public Family {
   }
 
  private:
-  static Config with_split(Config c, std::int64_t split) {
-    c["SPLITK"] = split;
-    return c;
-  }
-  // The fewest k splits that give the GPU 32 warps per SM (latency hidden by warps, each with
-  // its own loads in flight), or the most that are valid.
-  Config fill_split(Config c, const Problem& p, const DeviceLimits& limits) const {
-    Config best = with_split(c, 1);
-    const std::int64_t warps = blocks_of(c, skinny_of(p)) * (get(c, "THREADS") / 32);
-    const auto splits = std::find_if(params_.begin(), params_.end(),
-                                     [](const Param& q) { return q.name == "SPLITK"; });
-    for (const std::int64_t split : splits->values) {
-      if (split <= 1) continue;
-      if (warps * (split / 2) >= 32 * limits.sm_count) break;
-      Config v = with_split(c, split);
-      if (reject(v, p, limits).empty()) best = v;
-    }
-    return best;
-  }
-
-  std::vector<Param> params_;
+  Rules rules_;
 };
 
 }  // namespace
@@ -338,10 +188,10 @@ Problem gemm_call_problem(const std::string& dtype, bool trans_a, bool trans_b, 
 
 void gemm_skinny_launch(const Kernel& kernel, const Config& config, const DeviceLimits&,
                         const GemmCall& call, CUstream stream) {
-  const Skinny s =
-      skinny_of(call.trans_a, call.trans_b, call.m, call.n, call.k, call.lda, call.ldb, call.ldc);
-  const KParts parts = k_parts(s.k, get(config, "SPLITK"));
-  const std::int64_t blocks = blocks_of(config, s);
+  const Geometry s = skinny::geometry_of(call.trans_a, call.trans_b, call.m, call.n, call.k,
+                                         call.lda, call.ldb, call.ldc);
+  const skinny::KParts parts = skinny::k_parts(s.k, get(config, "SPLITK"), 4);
+  const std::int64_t blocks = Rules::blocks(config, s);
   const unsigned threads = static_cast<unsigned>(get(config, "THREADS"));
   CUdeviceptr workspace = 0;
   if (parts.splits > 1)
@@ -387,5 +237,169 @@ void gemm_skinny_launch(const Kernel& kernel, const Config& config, const Device
     go(make(call.alpha, call.beta));
   if (workspace) check(driver().cuMemFreeAsync(workspace, stream), "cuMemFreeAsync");
 }
+
+namespace skinny {
+
+Geometry geometry_of(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                     std::int64_t lda, std::int64_t ldb, std::int64_t ldc) {
+  Geometry s;
+  s.swapped = m < n;
+  s.k = k;
+  if (!s.swapped) {
+    // X = op(A): A(i, p) = a[i + p lda], or a[p + i lda] transposed. Y = op(B) likewise.
+    s.m = m, s.n = n;
+    s.x_kcontig = ta;
+    s.xs_m = ta ? lda : 1, s.xs_k = ta ? 1 : lda;
+    s.y_kcontig = !tb;
+    s.ys_k = tb ? ldb : 1, s.ys_n = tb ? 1 : ldb;
+    s.ds_m = 1, s.ds_n = ldc;
+  } else {
+    // X = op(B)^T: X(j, p) = op(B)(p, j). Y = op(A)^T: Y(p, i) = op(A)(i, p). D(j, i) = C(i, j).
+    s.m = n, s.n = m;
+    s.x_kcontig = !tb;
+    s.xs_m = tb ? 1 : ldb, s.xs_k = tb ? ldb : 1;
+    s.y_kcontig = ta;
+    s.ys_k = ta ? 1 : lda, s.ys_n = ta ? lda : 1;
+    s.ds_m = ldc, s.ds_n = 1;
+  }
+  return s;
+}
+
+KParts k_parts(std::int64_t k, std::int64_t split, std::int64_t quantum) {
+  if (split <= 1) return {k, 1};
+  const std::int64_t per = ((k + split - 1) / split + quantum - 1) / quantum * quantum;
+  return {per, (k + per - 1) / per};
+}
+
+std::int64_t get(const Config& c, const char* name) {
+  auto it = c.find(name);
+  if (it == c.end())
+    throw Error(ErrorCode::kInvalidArgument, std::string("skinny GEMM config: missing ") + name);
+  return it->second;
+}
+
+std::int64_t Rules::block_rows(const Config& c, bool x_kcontig) {
+  if (x_kcontig) return get(c, "ROWS");
+  const std::int64_t warps = get(c, "THREADS") / 32;
+  return warps / get(c, "KWARPS") * get(c, "ROWS") * 32 * get(c, "VEC");
+}
+
+std::int64_t Rules::blocks(const Config& c, const Geometry& s) {
+  const std::int64_t rows = block_rows(c, s.x_kcontig);
+  return (s.m + rows - 1) / rows;
+}
+
+std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align, const Types& t,
+                          const DeviceLimits& limits) const {
+  const std::int64_t threads = get(c, "THREADS"), rows = get(c, "ROWS"), vec = get(c, "VEC"),
+                     kwarps = get(c, "KWARPS");
+  const std::int64_t in = t.in_bytes, acc = t.acc_bytes;
+  if (threads > limits.max_threads_per_block) return "more threads than a block may have";
+  if (vec * in > 16) return "VEC * element size exceeds 16 bytes";
+  if (vec > align) return "VEC exceeds the alignment class of the problem";
+  const std::int64_t max_acc = acc == 4 ? 64 : 32;
+  if (s.x_kcontig) {
+    if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
+    if (rows * s.n > max_acc) return "more sums per thread than registers hold";
+    if (rows > 1 && rows >= 2 * s.m) return "more rows per block than the problem has";
+  } else {
+    const std::int64_t warps = threads / 32;
+    if (warps % kwarps) return "KWARPS does not divide the warps";
+    if (rows * vec * s.n > max_acc) return "more sums per thread than registers hold";
+    const std::int64_t smem = (kwarps - 1) * (warps / kwarps) * rows * vec * s.n * 32 * acc;
+    if (smem > limits.smem_per_block) return "the KWARPS sum needs more static shared memory";
+    // The smallest block of this THREADS and KWARPS is enough for a short side.
+    if ((rows > 1 || vec > std::min<std::int64_t>(align, 16 / in)) &&
+        block_rows(c, false) >= 2 * s.m)
+      return "more rows per block than the problem has";
+  }
+  const std::int64_t split = get(c, "SPLITK");
+  if (split > 1) {
+    // Split k only where the rows leave the GPU short of warps (32 per SM hide the latency).
+    const std::int64_t nblocks = blocks(c, s);
+    if (nblocks * (threads / 32) >= 32 * limits.sm_count) return "enough warps without splitting k";
+    if (nblocks * split > 32 * limits.sm_count) return "more splits than the GPU can use";
+    const KParts parts = k_parts(s.k, split, t.k_quantum);
+    // Rounding k per split to whole packets may leave a split or a few empty; half of them
+    // empty is the next smaller SPLITK again.
+    if (parts.splits * 2 <= split) return "SPLITK leaves half its splits empty";
+    const std::int64_t least = s.x_kcontig ? threads * vec : kwarps * 4;
+    if (parts.per_split < least) return "splits too short for the block";
+  }
+  if (blocks(c, s) > kMaxDim) return "too many blocks for one launch";
+  return {};
+}
+
+namespace {
+Config with_split(Config c, std::int64_t split) {
+  c["SPLITK"] = split;
+  return c;
+}
+}  // namespace
+
+Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align, const Types& t,
+                    const DeviceLimits& limits) const {
+  Config c = config;
+  for (const auto& param : params_)
+    if (!c.count(param.name)) return c;
+  c["VEC"] = std::min<std::int64_t>({c["VEC"], align, 16 / t.in_bytes});
+  if (s.x_kcontig) c["KWARPS"] = 1;
+  // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
+  // the registers (a winner of N = 8 with 8 rows for N = 13: 4 rows).
+  auto too_many_rows = [&] {
+    const std::string why = reject(with_split(c, 1), s, align, t, limits);
+    return why.find("rows") != std::string::npos || why.find("sums") != std::string::npos;
+  };
+  while (c["ROWS"] > 1 && too_many_rows()) c["ROWS"] /= 2;
+  // Then narrower packets, where one row's VEC x N sums still do not fit (a dot kernel's winner
+  // of 8-element packets for an m-contiguous X and N = 16; f32 and f64 never get here).
+  while (c["VEC"] > 1 && too_many_rows()) c["VEC"] /= 2;
+  if (!s.x_kcontig)
+    while (c["KWARPS"] > 1 && !reject(with_split(c, 1), s, align, t, limits).empty())
+      c["KWARPS"] /= 2;
+  return fill_split(c, s, align, t, limits);
+}
+
+Config Rules::default_config(const Geometry& s, std::int64_t align, const Types& t,
+                             const DeviceLimits& limits) const {
+  std::int64_t rows = 1;
+  if (s.x_kcontig)
+    while (rows < 8 && rows * 2 * s.n <= (t.acc_bytes == 4 ? 32 : 16) && rows * 2 < 2 * s.m)
+      rows *= 2;
+  // X m-contiguous: loads of 4 bytes (one f32 or f64, two 16-bit elements) and four warps on each
+  // row group, as the H100's f32 winners of 4096 x 1 x 4096 (more blocks of fewer rows, and more
+  // loads in flight per block).
+  const std::int64_t x_vec = s.x_kcontig ? 16 / t.in_bytes : std::max(1, 4 / t.in_bytes);
+  Config c = {{"THREADS", s.x_kcontig ? 128 : 512},
+              {"ROWS", rows},
+              {"VEC", std::min<std::int64_t>(align, x_vec)},
+              {"KWARPS", s.x_kcontig ? 1 : 4},
+              {"UNROLL", s.x_kcontig ? 2 : 4},
+              {"SPLITK", 1}};
+  // Down to what the problem allows (ROWS, VEC and KWARPS of 1 always fit).
+  while (c["KWARPS"] > 1 && !reject(c, s, align, t, limits).empty()) c["KWARPS"] /= 2;
+  while (c["VEC"] > 1 && !reject(c, s, align, t, limits).empty()) c["VEC"] /= 2;
+  while (c["ROWS"] > 1 && !reject(c, s, align, t, limits).empty()) c["ROWS"] /= 2;
+  return fill_split(c, s, align, t, limits);
+}
+
+// The fewest k splits that give the GPU 32 warps per SM (latency hidden by warps, each with its
+// own loads in flight), or the most that are valid.
+Config Rules::fill_split(Config c, const Geometry& s, std::int64_t align, const Types& t,
+                         const DeviceLimits& limits) const {
+  Config best = with_split(c, 1);
+  const std::int64_t warps = blocks(c, s) * (get(c, "THREADS") / 32);
+  const auto splits = std::find_if(params_.begin(), params_.end(),
+                                   [](const Param& q) { return q.name == "SPLITK"; });
+  for (const std::int64_t split : splits->values) {
+    if (split <= 1) continue;
+    if (warps * (split / 2) >= 32 * limits.sm_count) break;
+    Config v = with_split(c, split);
+    if (reject(v, s, align, t, limits).empty()) best = v;
+  }
+  return best;
+}
+
+}  // namespace skinny
 
 }  // namespace ktune

@@ -10,6 +10,7 @@
 
 #include "families/family.hpp"
 #include "families/gemm/gemm.hpp"
+#include "families/gemm/skinny_rules.hpp"
 #include "ktune/error.hpp"
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
@@ -164,6 +165,9 @@ class TcFamilyBase : public Family {
   // Runs the compiled candidate on a call (m, n, k > 0) whose problem the family accepts.
   virtual void launch(const Kernel& kernel, const Config& config, const TcCall& call,
                       CUstream stream) const = 0;
+  // The family whose source holds the verified workload's helpers (tc_fill, tc_reference,
+  // tc_compare: gemm_tc.cuh), on this GPU.
+  virtual const TcFamilyBase& helper_family(const DeviceLimits&) const { return *this; }
 
   std::string metric_unit() const override { return "TFLOPS"; }
   std::optional<double> work_of(const Problem& p, const DeviceLimits&) const override {
@@ -799,9 +803,15 @@ class TcWorkload final : public Workload {
     call_.a = reinterpret_cast<const void*>(a_.get());
     call_.b = reinterpret_cast<const void*>(b_.get());
     call_.c = reinterpret_cast<void*>(c_.get());
-    // The helpers are in gemm_tc.cuh, which both families' sources hold.
-    CompileRequest r = family.compile_request(family.default_config(p, device.limits()), p,
-                                              device.limits().arch());
+    // The helpers are in gemm_tc.cuh, which gemm_tc's and gemm_tc80's sources hold, compiled
+    // through the family of those two that this GPU runs (for gemm_tc_skinny) with its problem.
+    const TcFamilyBase& helpers = family.helper_family(device.limits());
+    Problem hp = p;
+    hp.family = helpers.name();
+    hp.sizes["align"] = align_elems(call_.dtype);
+    if (call_.dtype == "tf32") hp.attrs["op"] = "tn";
+    CompileRequest r = helpers.compile_request(helpers.default_config(hp, device.limits()), hp,
+                                               device.limits().arch());
     const std::string in = std::to_string(in_code(call_.dtype));
     const std::string& op = p.attr("op");
     r.name_expressions = {"ktune::tc::tc_fill<" + in + ">",
@@ -877,7 +887,240 @@ std::unique_ptr<Workload> TcFamilyBase::make_workload(const Problem& p, const De
   return std::make_unique<TcWorkload>(*this, p, device, cache);
 }
 
+// ---- gemm_tc_skinny: the calls of these types with n or m at most 16 (gemm_tc_skinny.cuh) ----
+
+constexpr std::int64_t kSkinnyMax = 16;
+
+// Same layout as ktune::tcs::Params in gemm_tc_skinny.cuh.
+struct TcSkinnyArgs {
+  const void* x;
+  const void* y;
+  void* d;
+  void* workspace;
+  long long xs_m, xs_k, ys_k, ys_n, ds_m, ds_n;
+  int m, n, k;
+  int k_per_split;
+  float alpha, beta;
+};
+
+// X and Y as loaded, fp32 sums; k per split in whole packets of 16 bytes.
+skinny::Types skinny_types(const std::string& dtype) {
+  const int in = static_cast<int>(in_bytes(dtype));
+  return {in, 4, 16 / in};
+}
+
+skinny::Geometry skinny_geometry(const Problem& p) {
+  const std::string& op = p.attr("op");
+  return skinny::geometry_of(op[0] == 't', op[1] == 't', p.size("m"), p.size("n"), p.size("k"));
+}
+
+class GemmTcSkinnyFamily final : public TcFamilyBase {
+ public:
+  GemmTcSkinnyFamily()
+      : rules_({
+            {"THREADS", {64, 128, 256, 512}, "threads per block"},
+            {"ROWS",
+             {1, 2, 4, 8},
+             "rows of the long side per block (X k-contiguous) or packets of rows per lane (X "
+             "m-contiguous)"},
+            {"VEC",
+             {1, 2, 4, 8},
+             "elements per load of X, up to 16 bytes (needs aligned pointers and leading dims)"},
+            {"KWARPS",
+             {1, 2, 4, 8},
+             "X m-contiguous: warps of a block that share its rows and interleave k, summed in "
+             "shared memory"},
+            {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
+            {"SPLITK",
+             {1, 2, 4, 8, 16, 32, 64},
+             "k splits over the grid, their fp32 partial sums added in a fixed order by a second "
+             "kernel"},
+        }) {}
+
+  std::string name() const override { return "gemm_tc_skinny"; }
+  std::string description() const override {
+    return "bf16/fp16/tf32 GEMM with n or m <= 16 (matrix-vector included): X read once, fp32 "
+           "sums on the FMA units";
+  }
+  std::string source_file() const override { return "gemm_tc_skinny.cuh"; }
+  const std::vector<Param>& params() const override { return rules_.params(); }
+
+  std::vector<std::string> describe_axes() const override {
+    return {"m\t1 .. 2^31-1 (default 8192)\trows of C and of op(A); m or n at most 16",
+            "n\t1 .. 2^31-1 (default 1)\tcolumns of C and of op(B); m or n at most 16",
+            "k\t1 .. 2^31-1 (default 8192)\tthe inner dimension",
+            "dtype\tbf16, f16, tf32 (default bf16)\telement type of A and B (tf32: float "
+            "arrays, multiplied in fp32 here)",
+            "out\tf32 or dtype (default: dtype; f32 for tf32)\telement type of C (fp32 sums "
+            "either way)",
+            "op\tnn, nt, tn, tt (default nn)\top(A) and op(B), n or t (BLAS, column-major)",
+            "batch\t1\tone product (strided batches run on the tensor-core family)",
+            "align\t1, 2, 4, 8 (default: 16 bytes)\telements the operands and leading "
+            "dimensions are aligned to (at most 16 bytes)"};
+  }
+
+  // Both kernels (X m-contiguous: nn with n small, tt with m small; k-contiguous: tn), the three
+  // input types and both kinds of C, a split.
+  std::vector<Problem> check_problems() const override {
+    std::vector<Problem> out = {gemm_tc_problem("bf16", "bf16", false, false, 8192, 1, 8192, 8),
+                                gemm_tc_problem("f16", "f32", true, false, 8192, 16, 8192, 8),
+                                gemm_tc_problem("bf16", "f32", true, true, 4, 8192, 8192, 8),
+                                gemm_tc_problem("tf32", "f32", true, false, 64, 8, 262144, 4)};
+    for (Problem& p : out) p.family = name();
+    return out;
+  }
+  std::vector<Problem> default_problems() const override { return {check_problems().front()}; }
+
+  // Every THREADS x ROWS x VEC at one unroll and one block of 256 threads' KWARPS; each unroll
+  // and split on blocks of 128 threads and one row: every code path, a few hundred compiles less
+  // than the whole space.
+  std::vector<Config> check_configs(const std::vector<Config>& space) const override {
+    std::vector<Config> out;
+    for (const auto& c : space) {
+      const bool usual = c.at("UNROLL") == 2 && c.at("KWARPS") <= 2 && c.at("SPLITK") == 1 &&
+                         (c.at("THREADS") == 256 || c.at("ROWS") == 1);
+      const bool paths = c.at("THREADS") == 128 && c.at("ROWS") == 1 && c.at("VEC") == 2 &&
+                         (c.at("SPLITK") == 1 || c.at("SPLITK") == 4);
+      if (usual || paths) out.push_back(c);
+    }
+    return out;
+  }
+
+  void validate(const Problem& p) const override {
+    // The tensor-core families' checks of the axes, at their alignment (and op, for tf32: these
+    // kernels read tf32 operands of any layout); then this family's own.
+    const auto dtype = p.attrs.find("dtype");
+    Problem as_tc = p;
+    if (dtype != p.attrs.end() && p.sizes.count("align")) {
+      const std::int64_t align = p.size("align");
+      if (align < 1 || align > align_elems(dtype->second) || (align & (align - 1)))
+        throw Error(ErrorCode::kInvalidArgument,
+                    name() + ": align must be 1, 2, 4" + (dtype->second == "tf32" ? "" : " or 8") +
+                        " elements of " + dtype->second + ", got " + std::to_string(align));
+      as_tc.sizes["align"] = align_elems(dtype->second);
+      const auto op = p.attrs.find("op");
+      if (dtype->second == "tf32" && op != p.attrs.end() &&
+          (op->second == "nn" || op->second == "nt" || op->second == "tt"))
+        as_tc.attrs["op"] = "tn";
+    }
+    TcFamilyBase::validate(as_tc);
+    if (batch_of(p) != 1)
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() +
+                      ": batch must be 1 (strided batches run on the tensor-core family), "
+                      "got " +
+                      std::to_string(batch_of(p)));
+    if (std::min(p.size("m"), p.size("n")) > kSkinnyMax)
+      throw Error(ErrorCode::kInvalidArgument,
+                  name() + ": m or n must be at most 16, got m = " + std::to_string(p.size("m")) +
+                      ", n = " + std::to_string(p.size("n")) +
+                      " (the tensor-core family takes these)");
+  }
+
+  std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
+    return rules_.reject(c, skinny_geometry(p), p.size("align"), skinny_types(p.attr("dtype")),
+                         limits);
+  }
+  Config adapt(const Config& config, const Problem& p, const DeviceLimits& limits) const override {
+    return rules_.adapt(config, skinny_geometry(p), p.size("align"), skinny_types(p.attr("dtype")),
+                        limits);
+  }
+  Config default_config(const Problem& p, const DeviceLimits& limits) const override {
+    return rules_.default_config(skinny_geometry(p), p.size("align"), skinny_types(p.attr("dtype")),
+                                 limits);
+  }
+  int block_threads(const Config& c, const Problem&) const override {
+    return static_cast<int>(get(c, "THREADS"));
+  }
+
+  std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
+    const skinny::Geometry s = skinny_geometry(p);
+    const bool split = get(c, "SPLITK") > 1;
+    const std::string out = std::to_string(out_code(p.attr("out")));
+    auto arg = [&](const char* name) { return ", " + std::to_string(get(c, name)); };
+    const std::string head = std::to_string(in_code(p.attr("dtype"))) + ", " + out + ", " +
+                             std::to_string(s.n) + ", " + (s.y_kcontig ? "1" : "0") +
+                             arg("THREADS") + arg("ROWS") + arg("VEC");
+    std::vector<std::string> names;
+    if (s.x_kcontig)
+      names.push_back("ktune::tcs::tcs_dot<" + head + arg("UNROLL") + (split ? ", 1>" : ", 0>"));
+    else
+      names.push_back("ktune::tcs::tcs_axpy<" + head + arg("KWARPS") + arg("UNROLL") +
+                      (split ? ", 1>" : ", 0>"));
+    if (split) names.push_back("ktune::tcs::tcs_reduce<" + out + ">");
+    return names;
+  }
+
+  const TcFamilyBase& helper_family(const DeviceLimits& limits) const override;
+
+  void launch(const Kernel& kernel, const Config& config, const TcCall& call,
+              CUstream stream) const override {
+    const skinny::Geometry s = skinny::geometry_of(call.trans_a, call.trans_b, call.m, call.n,
+                                                   call.k, call.lda, call.ldb, call.ldc);
+    const skinny::KParts parts =
+        skinny::k_parts(s.k, get(config, "SPLITK"), skinny_types(call.dtype).k_quantum);
+    const std::int64_t blocks = skinny::Rules::blocks(config, s);
+    const unsigned threads = static_cast<unsigned>(get(config, "THREADS"));
+    CUdeviceptr workspace = 0;
+    if (parts.splits > 1)
+      workspace = detail::scratch_alloc(
+          static_cast<std::size_t>(parts.splits * s.m * s.n) * sizeof(float), stream);
+    TcSkinnyArgs args{s.swapped ? call.b : call.a,
+                      s.swapped ? call.a : call.b,
+                      call.c,
+                      reinterpret_cast<void*>(workspace),
+                      s.xs_m,
+                      s.xs_k,
+                      s.ys_k,
+                      s.ys_n,
+                      s.ds_m,
+                      s.ds_n,
+                      static_cast<int>(s.m),
+                      static_cast<int>(s.n),
+                      static_cast<int>(s.k),
+                      static_cast<int>(parts.per_split),
+                      call.alpha,
+                      call.beta};
+    try {
+      void* params[] = {&args};
+      kernel.launch(0, static_cast<unsigned>(blocks), 1, static_cast<unsigned>(parts.splits),
+                    threads, 1, 1, 0, stream, params);
+      if (parts.splits > 1) {
+        int splits = static_cast<int>(parts.splits);
+        void* reduce[] = {&args, &splits};
+        const std::int64_t total = s.m * s.n;
+        const unsigned grid =
+            static_cast<unsigned>(std::min<std::int64_t>((total + 255) / 256, 4096));
+        kernel.launch_dependent(1, grid, 1, 1, 256, 1, 1, 0, stream, reduce);
+      }
+    } catch (...) {
+      if (workspace) driver().cuMemFreeAsync(workspace, stream);
+      throw;
+    }
+    if (workspace) check(driver().cuMemFreeAsync(workspace, stream), "cuMemFreeAsync");
+  }
+
+ private:
+  skinny::Rules rules_;
+};
+
 }  // namespace
+
+namespace {
+const GemmTcSkinnyFamily& tc_skinny_family() {
+  static const GemmTcSkinnyFamily instance;
+  return instance;
+}
+const TcFamilyBase& GemmTcSkinnyFamily::helper_family(const DeviceLimits& limits) const {
+  return dynamic_cast<const TcFamilyBase&>(gemm_tc_family_for(limits));
+}
+}  // namespace
+
+const Family& gemm_tc_skinny_family() { return tc_skinny_family(); }
+
+bool gemm_tc_is_skinny(std::int64_t m, std::int64_t n, std::int64_t batch) {
+  return batch == 1 && std::min(m, n) <= kSkinnyMax;
+}
 
 const Family& gemm_tc_family() { return tc_family(); }
 

@@ -82,6 +82,13 @@ const Family& gemm_tc80_family();
 // Error(kUnsupported) below sm_80.
 const Family& gemm_tc_family_for(const DeviceLimits& limits);
 
+// gemm_tc_skinny (gemm_tc_skinny.cuh): the calls of these types with m or n at most 16 and one
+// product (matrix-vector included), on the FMA units with fp32 sums, any layout (tf32 too) and
+// any alignment; its problems are gemm_tc_problem's with the family's name set and align 1, 2, 4
+// or 8 (at most 16 bytes). The runtime sends such calls there instead of to gemm_tc / gemm_tc80.
+const Family& gemm_tc_skinny_family();
+bool gemm_tc_is_skinny(std::int64_t m, std::int64_t n, std::int64_t batch);
+
 // C = beta * C (k == 0 or alpha == 0 in BLAS) for C of type `out`, with `kernel` compiled from
 // gemm_tc_scale_name(out) in the family's source.
 std::string gemm_tc_scale_name(const std::string& out);

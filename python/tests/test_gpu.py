@@ -65,7 +65,9 @@ def test_gemm_bf16_and_f16_run_on_the_tensor_cores_for_every_layout():
         skip("the tensor-core GEMM needs sm_80 or later")
     g = torch.Generator(device="cuda").manual_seed(3)
     for dtype in (torch.bfloat16, torch.float16):
-        for m, n, k in ((64, 48, 32), (1000, 776, 336), (4096, 1024, 2048)):
+        # Matrix-vector and skinny shapes first: the skinny kernels (m or n <= 16).
+        for m, n, k in ((2000, 1, 1306), (7, 3000, 700), (64, 48, 32), (1000, 776, 336),
+                        (4096, 1024, 2048)):
             x = torch.rand(m, k, device="cuda", dtype=dtype, generator=g) - 0.5
             w = torch.rand(n, k, device="cuda", dtype=dtype, generator=g) - 0.5
             want = x.double() @ w.double().t()

@@ -86,6 +86,7 @@ struct Case {
   Config changes;         // over the default configuration
   float beta = 0.5f;      // 0: with ldc a multiple of 8, the 16-byte stores
   std::string op = "tn";  // nn, nt, tt: MN-major operands in the kernel
+  int align = 0;          // elements of the leading dimensions' alignment (0: 16 bytes)
 };
 
 // The values as bf16 in a new device buffer.
@@ -100,7 +101,7 @@ std::unique_ptr<detail::DeviceBuffer> upload_bf16(const std::vector<double>& val
 void run_case(const Family& f, const Device& device, KernelCache& cache, const Case& c,
               std::uint64_t seed) {
   const bool tf32 = c.dtype == "tf32";
-  const std::int64_t align = tf32 ? 4 : 8;  // 16 bytes
+  const std::int64_t align = c.align ? c.align : tf32 ? 4 : 8;  // 16 bytes unless given
   const bool ta = c.op[0] == 't', tb = c.op[1] == 't';
   Problem p = gemm_tc_problem(c.dtype, c.out, ta, tb, c.m, c.n, c.k, align);
   p.family = f.name();
@@ -111,7 +112,11 @@ void run_case(const Family& f, const Device& device, KernelCache& cache, const C
   const bool out16 = c.out != "f32", out_bf16 = c.out == "bf16";
   // Leading dimensions past the rows, a multiple of the alignment: A k x m (ta) or m x k, B k x n
   // or n x k (tb), column-major.
-  auto ld_for = [&](std::int64_t rows) { return (rows + align - 1) / align * align + align; };
+  // An alignment below 16 bytes: odd multiples of it, so that it is the call's.
+  auto ld_for = [&](std::int64_t rows) {
+    const std::int64_t ld = (rows + align - 1) / align * align + align;
+    return c.align && (ld / align) % 2 == 0 ? ld + align : ld;
+  };
   const std::int64_t lda = ld_for(ta ? c.k : c.m), ldb = ld_for(tb ? c.n : c.k);
   // Element (i, q) of op(A) and (q, j) of op(B) in the stored arrays.
   auto at_a = [&](std::int64_t i, std::int64_t q) {
@@ -273,6 +278,121 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
   };
   std::uint64_t seed = 7;
   for (const Case& c : cases) run_case(gemm_tc_family(), ktune_held_device, cache, c, ++seed);
+}
+
+// The skinny kernels (gemm_tc_skinny: m or n at most 16, on the FMA units; any GPU the tensor-core
+// calls run on): both kernels (X m-contiguous: nn with n small, tt with m small; k-contiguous: tn,
+// nt with m small), every input and output type, one to 16 columns, packets of 1 to 8 elements
+// with the k tails past the last whole packet, rows per block, the warps that share rows, split k
+// (the reduction's fixed order), tf32 of any layout, alignments below 16 bytes.
+TEST(GemmTcSkinnyGpu, EveryCodePathMatchesTheHostReference) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major < 8)
+    GTEST_SKIP() << "the tensor-core calls need sm_80 or later; this GPU is "
+                 << ktune_held_device.limits().arch();
+  KernelCache cache(ktune_held_device, nullptr);
+  const std::vector<Case> cases = {
+      {"bf16", "bf16", 2000, 1, 1306, {}, 0.5f, "nn"},
+      {"bf16", "bf16", 1, 2000, 1306, {}, 0.5f, "tt"},
+      {"f16", "f32", 3000, 16, 700, {}, 0.0f, "tn"},
+      {"bf16",
+       "f32",
+       3000,
+       3,
+       5003,
+       {{"ROWS", 4}, {"VEC", 8}, {"THREADS", 256}, {"SPLITK", 1}},
+       0.5f,
+       "tn"},
+      {"f16", "f16", 5, 3000, 4100, {}, 0.5f, "nt"},
+      {"bf16", "bf16", 13970, 14, 1162, {}, 0.5f, "nn"},
+      {"f16", "f32", 4097, 2, 333, {{"KWARPS", 2}, {"VEC", 4}}, 0.5f, "nn"},
+      {"bf16", "bf16", 64, 1, 100000, {{"SPLITK", 16}}, 0.5f, "tn"},
+      {"f16", "f16", 300, 4, 30000, {{"SPLITK", 8}}, 0.0f, "nn"},
+      {"tf32", "f32", 1000, 1, 30001, {{"SPLITK", 8}}, 0.0f, "tn"},
+      {"tf32", "f32", 1000, 7, 777, {}, 0.5f, "nn", 1},
+      {"tf32", "f32", 9, 2000, 777, {}, 0.5f, "tt", 2},
+      {"bf16", "bf16", 1001, 1, 1001, {}, 0.5f, "tn", 1},
+      {"f16", "f32", 1, 1001, 999, {}, 0.5f, "nn", 2},
+  };
+  std::uint64_t seed = 70;
+  for (const Case& c : cases)
+    run_case(gemm_tc_skinny_family(), ktune_held_device, cache, c, ++seed);
+}
+
+// Through the runtime: a bf16 matrix-vector product of an operand 2 bytes past a 16-byte boundary
+// (the skinny kernels read it where it is: no copy), and a tf32 one of a k x n operand (no
+// transpose), against the host reference.
+TEST(GemmTcSkinnyGpu, TheRuntimeRunsSkinnyCallsOnTheSkinnyKernels) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major < 8)
+    GTEST_SKIP() << "the tensor-core calls need sm_80 or later; this GPU is "
+                 << ktune_held_device.limits().arch();
+  Options o;
+  o.use_database = false;
+  Runtime rt(o);
+  const std::int64_t m = 3001, k = 1306;
+  std::mt19937_64 rng(31);
+  std::uniform_int_distribution<int> pick(-128, 128);
+  // y (m) = x (m x k, row-major, rows of k + 1 starting one element in) @ v (k).
+  std::vector<double> x(static_cast<std::size_t>(m * (k + 1) + 1), 0.0),
+      v(static_cast<std::size_t>(k));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t q = 0; q < k; ++q)
+      x[static_cast<std::size_t>(1 + i * (k + 1) + q)] = pick(rng) / 128.0;
+  for (auto& e : v) e = pick(rng) / 128.0;
+  const auto dx = upload_bf16(x), dv = upload_bf16(v);
+  detail::DeviceBuffer dy(static_cast<std::size_t>(m) * 4);
+  rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, 1, k, 1.0f, DataType::kBF16,
+             reinterpret_cast<const void*>(dx->get() + 2), k + 1,
+             reinterpret_cast<const void*>(dv->get()), 1, 0.0f, DataType::kF32,
+             reinterpret_cast<void*>(dy.get()), 1);
+  testing::synchronize();
+  const auto got = download<float>(dy.get(), static_cast<std::size_t>(m));
+  const TcTolerance t = gemm_tc_tolerance("bf16", "f32", k);
+  std::int64_t wrong = 0;
+  for (std::int64_t i = 0; i < m; ++i) {
+    double ref = 0, mag = 0;
+    for (std::int64_t q = 0; q < k; ++q) {
+      const double pr =
+          x[static_cast<std::size_t>(1 + i * (k + 1) + q)] * v[static_cast<std::size_t>(q)];
+      ref += pr;
+      mag += std::fabs(pr);
+    }
+    if (!(std::fabs(got[static_cast<std::size_t>(i)] - ref) <= t.acc * mag + 1e-9) && ++wrong <= 3)
+      ADD_FAILURE() << "y(" << i << ") = " << got[static_cast<std::size_t>(i)] << ", expected "
+                    << ref;
+  }
+  EXPECT_EQ(wrong, 0);
+  // tf32, row-major y (m x 3) = x (m x k) @ w (k x 3 stored k-major rows of 3: op nn).
+  const std::int64_t n = 3;
+  std::vector<float> xf(static_cast<std::size_t>(m * k)), w(static_cast<std::size_t>(k * n));
+  for (auto& e : xf) e = static_cast<float>(pick(rng) / 128.0);
+  for (auto& e : w) e = static_cast<float>(pick(rng) / 128.0);
+  detail::DeviceBuffer dxf(xf.size() * 4), dw(w.size() * 4),
+      dy3(static_cast<std::size_t>(m * n) * 4);
+  upload(dxf.get(), xf);
+  upload(dw.get(), w);
+  rt.gemm_ex(Layout::kRowMajor, Op::kN, Op::kN, m, n, k, 1.0f, DataType::kTF32,
+             reinterpret_cast<const void*>(dxf.get()), k, reinterpret_cast<const void*>(dw.get()),
+             n, 0.0f, DataType::kF32, reinterpret_cast<void*>(dy3.get()), n);
+  testing::synchronize();
+  const auto got3 = download<float>(dy3.get(), static_cast<std::size_t>(m * n));
+  const TcTolerance t32 = gemm_tc_tolerance("tf32", "f32", k);
+  wrong = 0;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double ref = 0, mag = 0;
+      for (std::int64_t q = 0; q < k; ++q) {
+        const double pr = static_cast<double>(xf[static_cast<std::size_t>(i * k + q)]) *
+                          w[static_cast<std::size_t>(q * n + j)];
+        ref += pr;
+        mag += std::fabs(pr);
+      }
+      const double g = got3[static_cast<std::size_t>(i * n + j)];
+      if (!(std::fabs(g - ref) <= t32.acc * mag + 1e-9) && ++wrong <= 3)
+        ADD_FAILURE() << "tf32 y(" << i << ", " << j << ") = " << g << ", expected " << ref;
+    }
+  EXPECT_EQ(wrong, 0);
 }
 
 // The fallback (gemm_tc80: mma.sync, cp.async; sm_80 and later, so it runs on sm_90 too): every

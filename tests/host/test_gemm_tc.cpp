@@ -452,5 +452,102 @@ TEST(GemmTc80, KernelsCompileForSm80AndSm89WithoutSpills) {
   }
 }
 
+// gemm_tc_skinny: the bf16 / fp16 / tf32 calls with m or n at most 16 and one product.
+std::string skinny_rejection(const Problem& p) {
+  try {
+    find_family("gemm_tc_skinny").validate(p);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    return e.what();
+  }
+  return {};
+}
+
+Problem skinny(const std::string& dtype, const std::string& out, bool ta, bool tb, std::int64_t m,
+               std::int64_t n, std::int64_t k, int align, std::int64_t batch = 1) {
+  Problem p = gemm_tc_problem(dtype, out, ta, tb, m, n, k, align, batch);
+  p.family = "gemm_tc_skinny";
+  return p;
+}
+
+TEST(GemmTcSkinny, TakesOneSkinnyProductOfAnyLayoutAndAlignment) {
+  EXPECT_EQ(skinny_rejection(skinny("bf16", "bf16", false, false, 8192, 1, 8192, 8)), "");
+  EXPECT_EQ(skinny_rejection(skinny("f16", "f32", true, true, 16, 100000, 5, 1)), "");
+  // tf32 of any op (these kernels read it in any layout), at most 4 elements of alignment.
+  EXPECT_EQ(skinny_rejection(skinny("tf32", "f32", false, false, 1, 3000, 7, 1)), "");
+  EXPECT_EQ(skinny_rejection(skinny("tf32", "f32", false, true, 3000, 2, 7, 4)), "");
+  EXPECT_TRUE(contains(skinny_rejection(skinny("tf32", "f32", true, false, 9, 9, 9, 8)),
+                       "align must be 1, 2, 4 elements of tf32"));
+  EXPECT_TRUE(contains(skinny_rejection(skinny("bf16", "bf16", true, false, 9, 9, 9, 3)),
+                       "align must be 1, 2, 4 or 8"));
+  EXPECT_TRUE(contains(skinny_rejection(skinny("bf16", "bf16", true, false, 17, 17, 9, 8)),
+                       "m or n must be at most 16"));
+  EXPECT_TRUE(contains(skinny_rejection(skinny("bf16", "bf16", true, false, 1, 99, 9, 8, 2)),
+                       "batch must be 1"));
+  EXPECT_TRUE(contains(skinny_rejection(skinny("f32", "f32", true, false, 1, 99, 9, 4)),
+                       "dtype must be bf16, f16 or tf32"));
+  EXPECT_TRUE(contains(skinny_rejection(skinny("bf16", "f16", true, false, 1, 99, 9, 8)),
+                       "out must be f32 or the input dtype"));
+  // Which calls the runtime sends here.
+  EXPECT_TRUE(gemm_tc_is_skinny(1, 5000, 1));
+  EXPECT_TRUE(gemm_tc_is_skinny(5000, 16, 1));
+  EXPECT_FALSE(gemm_tc_is_skinny(17, 5000, 1));
+  EXPECT_FALSE(gemm_tc_is_skinny(1, 5000, 4));  // strided batches: the tensor-core family
+}
+
+TEST(GemmTcSkinny, DefaultAndAdaptedConfigsAreValidForEveryShape) {
+  const Family& f = find_family("gemm_tc_skinny");
+  const Problem tuned = skinny("bf16", "bf16", true, false, 8192, 16, 8192, 8);
+  Config winner = f.default_config(tuned, kH100);
+  winner["ROWS"] = 2, winner["VEC"] = 8, winner["THREADS"] = 256;
+  ASSERT_EQ(f.reject(winner, tuned, kH100), "") << to_string(winner);
+  for (std::int64_t small : {1, 3, 16})
+    for (std::int64_t big : {1, 100, 7000, 1 << 20})
+      for (std::int64_t k : {1, 13, 1306, 1 << 20})
+        for (const char* op : {"nn", "nt", "tn", "tt"})
+          for (const auto& [dtype, align] :
+               {std::pair{"bf16", 8}, std::pair{"f16", 1}, std::pair{"tf32", 4}})
+            for (bool swap : {false, true}) {
+              const std::int64_t m = swap ? big : small, n = swap ? small : big;
+              const Problem p = skinny(dtype, std::string(dtype) == "tf32" ? "f32" : dtype,
+                                       op[0] == 't', op[1] == 't', m, n, k, align);
+              ASSERT_EQ(skinny_rejection(p), "") << p.key();
+              const Config c = f.default_config(p, kH100);
+              EXPECT_NO_THROW(f.check_config(c));
+              EXPECT_EQ(f.reject(c, p, kH100), "") << p.key() << " " << to_string(c);
+              const Config a = f.adapt(winner, p, kH100);
+              EXPECT_EQ(f.reject(a, p, kH100), "") << p.key() << " " << to_string(a);
+              // Loads no wider than the alignment, 16 bytes or the problem.
+              EXPECT_LE(c.at("VEC"), align);
+              EXPECT_LE(c.at("VEC") * (std::string(dtype) == "tf32" ? 4 : 2), 16);
+            }
+  // A long k over few rows is split; a matrix-vector product of many rows is not.
+  EXPECT_GT(
+      f.default_config(skinny("bf16", "bf16", true, false, 64, 1, 1 << 20, 8), kH100).at("SPLITK"),
+      1);
+  EXPECT_EQ(f.default_config(skinny("bf16", "bf16", true, false, 1 << 20, 1, 4096, 8), kH100)
+                .at("SPLITK"),
+            1);
+}
+
+TEST(GemmTcSkinny, KernelsCompileForSm90AndSm80WithoutSpills) {
+  const Family& f = find_family("gemm_tc_skinny");
+  for (const auto& [arch, limits] :
+       {std::pair{"sm_90", kH100}, std::pair{"sm_80", DeviceLimits::for_arch(8, 0)}}) {
+    for (const Problem& p : {skinny("bf16", "bf16", false, false, 11659, 1, 7173, 8),
+                             skinny("f16", "f32", true, false, 1974, 1, 1306, 8),
+                             skinny("bf16", "bf16", true, true, 14, 13970, 1162, 2),
+                             skinny("tf32", "f32", false, false, 64, 8, 262144, 4)}) {
+      const Config c = f.default_config(p, limits);
+      ASSERT_EQ(f.reject(c, p, limits), "") << to_string(c);
+      CompileResult out;
+      ASSERT_NO_THROW(out = compile(f.compile_request(c, p, arch))) << arch << " " << p.key();
+      ASSERT_EQ(out.resources.size(), c.at("SPLITK") > 1 ? 2u : 1u) << p.key();
+      for (const auto& res : out.resources)
+        EXPECT_EQ(local_memory_reason(res), "") << arch << " " << to_string(c) << " " << p.key();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ktune
