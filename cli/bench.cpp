@@ -359,8 +359,8 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
   std::uint64_t seed = 300;
   double log_sum = 0;
   int count = 0;
-  // Where the runtime would answer (this GPU's tensor-core family), a shape with m or n at most 16
-  // runs on the skinny kernels, as the runtime runs it.
+  // Where the runtime would answer (this GPU's tensor-core family), a shape the runtime sends to
+  // the skinny kernels (gemm_tc_is_skinny) runs there.
   const bool runtime_family = &tc_family == &gemm_tc_family_for(device.limits());
   for (const GemmShape& s : shapes) {
     const Family& family =
@@ -853,8 +853,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       const auto& drawn = shapes.at(d);
       for (std::size_t i = 0; i < drawn.size(); ++i) {
         const GemmShape& s = drawn[i].shape;
-        // The family the runtime runs the shape with (gemm_skinny where m or n <= 16; the
-        // GPU's tensor-core family for bf16, f16 and tf32).
+        // The family the runtime runs the shape with (gemm_skinny where m or n <= 16; for bf16,
+        // f16 and tf32 gemm_tc_skinny where gemm_tc_is_skinny, else the GPU's tensor-core family).
         Problem problem;
         if (tc) {
           problem = gemm_tc_bench_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, 1);

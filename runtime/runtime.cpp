@@ -400,7 +400,7 @@ struct Runtime::Impl {
     const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
     if (gemm_tc_is_skinny(call.m, call.n, call.batch)) {
-      // m or n at most 16 and one product: the skinny kernels, which read the long operand once,
+      // m or n at most 4 and one product: the skinny kernels, which read the long operand once,
       // in any layout and alignment (nothing transposed or copied first).
       static const Family& skinny = gemm_tc_skinny_family();
       const int skinny_align = gemm_tc_alignment(call);

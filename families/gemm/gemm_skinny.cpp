@@ -366,11 +366,15 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
   if (s.x_kcontig)
     while (rows < 8 && rows * 2 * s.n <= (t.acc_bytes == 4 ? 32 : 16) && rows * 2 < 2 * s.m)
       rows *= 2;
-  // X m-contiguous: loads of 4 bytes (one f32 or f64, two 16-bit elements) and four warps on each
+  // X m-contiguous: loads of axpy_load_bytes (f32 and f64: one element) and four warps on each
   // row group, as the H100's f32 winners of 4096 x 1 x 4096 (more blocks of fewer rows, and more
   // loads in flight per block).
-  const std::int64_t x_vec = s.x_kcontig ? 16 / t.in_bytes : std::max(1, 4 / t.in_bytes);
-  Config c = {{"THREADS", s.x_kcontig ? 128 : 512},
+  const std::int64_t x_vec =
+      s.x_kcontig ? 16 / t.in_bytes : std::max(1, t.axpy_load_bytes / t.in_bytes);
+  std::int64_t threads = s.x_kcontig ? 128 : 512;
+  if (s.x_kcontig && t.threads_fit_k)
+    while (threads > 64 && threads / 2 * std::min<std::int64_t>(align, x_vec) >= s.k) threads /= 2;
+  Config c = {{"THREADS", threads},
               {"ROWS", rows},
               {"VEC", std::min<std::int64_t>(align, x_vec)},
               {"KWARPS", s.x_kcontig ? 1 : 4},

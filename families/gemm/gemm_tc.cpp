@@ -890,6 +890,11 @@ std::unique_ptr<Workload> TcFamilyBase::make_workload(const Problem& p, const De
 // ---- gemm_tc_skinny: the calls of these types with n or m at most 16 (gemm_tc_skinny.cuh) ----
 
 constexpr std::int64_t kSkinnyMax = 16;
+// The runtime's calls with m or n up to this run here, larger ones on the tensor-core tiles. On an
+// H200 (seed 20261140 of the any-shape bench), shapes with m or n of 5 to 14 ran at 0.73 to 1.35
+// x cuBLASLt on gemm_tc (12889b9) and mostly slower on these kernels' first defaults (f92f15d);
+// matrix-vector products at 0.59 to 1.03 there and 0.68 to 0.77 here.
+constexpr std::int64_t kSkinnyRoute = 4;
 
 // Same layout as ktune::tcs::Params in gemm_tc_skinny.cuh.
 struct TcSkinnyArgs {
@@ -904,9 +909,10 @@ struct TcSkinnyArgs {
 };
 
 // X and Y as loaded, fp32 sums; k per split in whole packets of 16 bytes.
+// By default 16-byte loads in both kernels, and blocks no wider than a short k.
 skinny::Types skinny_types(const std::string& dtype) {
   const int in = static_cast<int>(in_bytes(dtype));
-  return {in, 4, 16 / in};
+  return {in, 4, 16 / in, 16, true};
 }
 
 skinny::Geometry skinny_geometry(const Problem& p) {
@@ -1119,7 +1125,7 @@ const TcFamilyBase& GemmTcSkinnyFamily::helper_family(const DeviceLimits& limits
 const Family& gemm_tc_skinny_family() { return tc_skinny_family(); }
 
 bool gemm_tc_is_skinny(std::int64_t m, std::int64_t n, std::int64_t batch) {
-  return batch == 1 && std::min(m, n) <= kSkinnyMax;
+  return batch == 1 && std::min(m, n) <= kSkinnyRoute;
 }
 
 const Family& gemm_tc_family() { return tc_family(); }

@@ -82,10 +82,11 @@ const Family& gemm_tc80_family();
 // Error(kUnsupported) below sm_80.
 const Family& gemm_tc_family_for(const DeviceLimits& limits);
 
-// gemm_tc_skinny (gemm_tc_skinny.cuh): the calls of these types with m or n at most 16 and one
+// gemm_tc_skinny (gemm_tc_skinny.cuh): calls of these types with m or n at most 16 and one
 // product (matrix-vector included), on the FMA units with fp32 sums, any layout (tf32 too) and
 // any alignment; its problems are gemm_tc_problem's with the family's name set and align 1, 2, 4
-// or 8 (at most 16 bytes). The runtime sends such calls there instead of to gemm_tc / gemm_tc80.
+// or 8 (at most 16 bytes). gemm_tc_is_skinny: the calls the runtime sends there instead of to
+// gemm_tc / gemm_tc80 (one product with m or n at most 4).
 const Family& gemm_tc_skinny_family();
 bool gemm_tc_is_skinny(std::int64_t m, std::int64_t n, std::int64_t batch);
 

@@ -28,6 +28,10 @@ Geometry geometry_of(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int6
 struct Types {
   int in_bytes = 4, acc_bytes = 4;
   std::int64_t k_quantum = 4;
+  // The default configuration: bytes per load of an m-contiguous X (VEC), and whether the dot
+  // kernel's block narrows to k's packets where k is short (THREADS x VEC >= k).
+  int axpy_load_bytes = 4;
+  bool threads_fit_k = false;
 };
 
 // k per split, and the splits that are not empty.

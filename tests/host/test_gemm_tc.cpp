@@ -490,7 +490,8 @@ TEST(GemmTcSkinny, TakesOneSkinnyProductOfAnyLayoutAndAlignment) {
                        "out must be f32 or the input dtype"));
   // Which calls the runtime sends here.
   EXPECT_TRUE(gemm_tc_is_skinny(1, 5000, 1));
-  EXPECT_TRUE(gemm_tc_is_skinny(5000, 16, 1));
+  EXPECT_TRUE(gemm_tc_is_skinny(5000, 4, 1));
+  EXPECT_FALSE(gemm_tc_is_skinny(5000, 5, 1));  // the tensor-core tiles win from about 5 up
   EXPECT_FALSE(gemm_tc_is_skinny(17, 5000, 1));
   EXPECT_FALSE(gemm_tc_is_skinny(1, 5000, 4));  // strided batches: the tensor-core family
 }
