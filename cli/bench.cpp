@@ -363,8 +363,9 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
   // the skinny kernels (gemm_tc_is_skinny) runs there.
   const bool runtime_family = &tc_family == &gemm_tc_family_for(device.limits());
   for (const GemmShape& s : shapes) {
-    const Family& family =
-        runtime_family && gemm_tc_is_skinny(s.m, s.n, batch) ? gemm_tc_skinny_family() : tc_family;
+    const Family& family = runtime_family && gemm_tc_is_skinny(dtype, s.m, s.n, batch)
+                               ? gemm_tc_skinny_family()
+                               : tc_family;
     Problem problem = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
     problem.family = family.name();
     family.validate(problem);
@@ -858,7 +859,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
         Problem problem;
         if (tc) {
           problem = gemm_tc_bench_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, 1);
-          problem.family = gemm_tc_is_skinny(s.m, s.n, 1)
+          problem.family = gemm_tc_is_skinny(d, s.m, s.n, 1)
                                ? gemm_tc_skinny_family().name()
                                : gemm_tc_family_for(device.limits()).name();
         } else {

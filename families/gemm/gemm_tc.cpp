@@ -890,10 +890,12 @@ std::unique_ptr<Workload> TcFamilyBase::make_workload(const Problem& p, const De
 // ---- gemm_tc_skinny: the calls of these types with n or m at most 16 (gemm_tc_skinny.cuh) ----
 
 constexpr std::int64_t kSkinnyMax = 16;
-// The runtime's calls with m or n up to this run here, larger ones on the tensor-core tiles. On an
-// H200 (seed 20261140 of the any-shape bench), shapes with m or n of 5 to 14 ran at 0.73 to 1.35
-// x cuBLASLt on gemm_tc (12889b9) and mostly slower on these kernels' first defaults (f92f15d);
-// matrix-vector products at 0.59 to 1.03 there and 0.68 to 0.77 here.
+// The runtime's tf32 calls with m or n up to this run here. Measured on an H200 (the any-shape
+// bench, seed 20261140; docs/GEMM_TC.md, "Skinny calls"): the tf32 matrix-vector and m or n <= 3
+// shapes gained 1.02 to 1.33 x over gemm_tc, while m or n of 5 to 14 ran better on the tensor-core
+// tiles (up to 1.35 x cuBLASLt there, 0.77 here); the bf16 ones on these kernels' defaults lost
+// to gemm_tc on 3 of 5 shapes (an m-contiguous X streamed at about 1.8 TB/s), so bf16 and fp16
+// calls stay on gemm_tc unless a tuning says otherwise.
 constexpr std::int64_t kSkinnyRoute = 4;
 
 // Same layout as ktune::tcs::Params in gemm_tc_skinny.cuh.
@@ -1124,8 +1126,9 @@ const TcFamilyBase& GemmTcSkinnyFamily::helper_family(const DeviceLimits& limits
 
 const Family& gemm_tc_skinny_family() { return tc_skinny_family(); }
 
-bool gemm_tc_is_skinny(std::int64_t m, std::int64_t n, std::int64_t batch) {
-  return batch == 1 && std::min(m, n) <= kSkinnyRoute;
+bool gemm_tc_is_skinny(const std::string& dtype, std::int64_t m, std::int64_t n,
+                       std::int64_t batch) {
+  return dtype == "tf32" && batch == 1 && std::min(m, n) <= kSkinnyRoute;
 }
 
 const Family& gemm_tc_family() { return tc_family(); }

@@ -320,9 +320,9 @@ TEST(GemmTcSkinnyGpu, EveryCodePathMatchesTheHostReference) {
 }
 
 // Through the runtime: a bf16 matrix-vector product of an operand 2 bytes past a 16-byte boundary
-// (the skinny kernels read it where it is: no copy), and a tf32 one of a k x n operand (no
-// transpose), against the host reference.
-TEST(GemmTcSkinnyGpu, TheRuntimeRunsSkinnyCallsOnTheSkinnyKernels) {
+// (gemm_tc, after a copy into aligned scratch), and a tf32 one of a k x n operand (the skinny
+// kernels, which read it where it is: no transpose), against the host reference.
+TEST(GemmTcSkinnyGpu, TheRuntimeRunsMatrixVectorProductsOfEveryLayout) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major < 8)
     GTEST_SKIP() << "the tensor-core calls need sm_80 or later; this GPU is "

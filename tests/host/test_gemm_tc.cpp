@@ -489,11 +489,13 @@ TEST(GemmTcSkinny, TakesOneSkinnyProductOfAnyLayoutAndAlignment) {
   EXPECT_TRUE(contains(skinny_rejection(skinny("bf16", "f16", true, false, 1, 99, 9, 8)),
                        "out must be f32 or the input dtype"));
   // Which calls the runtime sends here.
-  EXPECT_TRUE(gemm_tc_is_skinny(1, 5000, 1));
-  EXPECT_TRUE(gemm_tc_is_skinny(5000, 4, 1));
-  EXPECT_FALSE(gemm_tc_is_skinny(5000, 5, 1));  // the tensor-core tiles win from about 5 up
-  EXPECT_FALSE(gemm_tc_is_skinny(17, 5000, 1));
-  EXPECT_FALSE(gemm_tc_is_skinny(1, 5000, 4));  // strided batches: the tensor-core family
+  EXPECT_TRUE(gemm_tc_is_skinny("tf32", 1, 5000, 1));
+  EXPECT_TRUE(gemm_tc_is_skinny("tf32", 5000, 4, 1));
+  EXPECT_FALSE(gemm_tc_is_skinny("tf32", 5000, 5, 1));  // the tensor-core tiles win from 5 up
+  EXPECT_FALSE(gemm_tc_is_skinny("tf32", 17, 5000, 1));
+  EXPECT_FALSE(gemm_tc_is_skinny("tf32", 1, 5000, 4));  // strided batches: gemm_tc
+  EXPECT_FALSE(gemm_tc_is_skinny("bf16", 1, 5000, 1));  // the tensor cores won more often
+  EXPECT_FALSE(gemm_tc_is_skinny("f16", 5000, 1, 1));
 }
 
 TEST(GemmTcSkinny, DefaultAndAdaptedConfigsAreValidForEveryShape) {
