@@ -52,23 +52,10 @@ skinny::Types types_of(int bytes) { return {bytes, bytes, 4}; }
 class GemmSkinnyFamily final : public Family {
  public:
   GemmSkinnyFamily()
-      : rules_({
-            {"THREADS", {64, 128, 256, 512}, "threads per block"},
-            {"ROWS",
-             {1, 2, 4, 8},
-             "rows of the long side per block (X k-contiguous) or packets of rows per lane (X "
-             "m-contiguous)"},
-            {"VEC", {1, 2, 4}, "elements per load of X (needs aligned pointers and leading dims)"},
-            {"KWARPS",
-             {1, 2, 4, 8},
-             "X m-contiguous: warps of a block that share its rows and interleave k, summed in "
-             "shared memory"},
-            {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
-            {"SPLITK",
-             {1, 2, 4, 8, 16, 32, 64},
-             "k splits over the grid, their partial sums added in a fixed order by a second "
-             "kernel"},
-        }) {}
+      : rules_(skinny::params(
+            {1, 2, 4}, "elements per load of X (needs aligned pointers and leading dims)",
+            "k splits over the grid, their partial sums added in a fixed order by a second "
+            "kernel")) {}
   std::string name() const override { return "gemm_skinny"; }
   std::string description() const override {
     return "GEMM with n or m <= 16 (matrix-vector included): X read once, f32/f64";
@@ -191,25 +178,11 @@ void gemm_skinny_launch(const Kernel& kernel, const Config& config, const Device
   const Geometry s = skinny::geometry_of(call.trans_a, call.trans_b, call.m, call.n, call.k,
                                          call.lda, call.ldb, call.ldc);
   const skinny::KParts parts = skinny::k_parts(s.k, get(config, "SPLITK"), 4);
-  const std::int64_t blocks = Rules::blocks(config, s);
-  const unsigned threads = static_cast<unsigned>(get(config, "THREADS"));
   CUdeviceptr workspace = 0;
   if (parts.splits > 1)
     workspace = detail::scratch_alloc(
         static_cast<std::size_t>(parts.splits * s.m * s.n) * call.element_bytes, stream);
-  auto go = [&](auto args) {
-    void* params[] = {&args};
-    kernel.launch(0, static_cast<unsigned>(blocks), 1, static_cast<unsigned>(parts.splits), threads,
-                  1, 1, 0, stream, params);
-    if (parts.splits > 1) {
-      int splits = static_cast<int>(parts.splits);
-      void* reduce[] = {&args, &splits};
-      const std::int64_t total = s.m * s.n;
-      const unsigned grid =
-          static_cast<unsigned>(std::min<std::int64_t>((total + 255) / 256, 4096));
-      kernel.launch_dependent(1, grid, 1, 1, 256, 1, 1, 0, stream, reduce);
-    }
-  };
+  auto go = [&](auto args) { skinny::launch(kernel, config, s, parts, &args, stream); };
   const void* x = s.swapped ? call.b : call.a;
   const void* y = s.swapped ? call.a : call.b;
   auto make = [&](auto alpha, auto beta) {
@@ -402,6 +375,39 @@ Config Rules::fill_split(Config c, const Geometry& s, std::int64_t align, const 
     if (reject(v, s, align, t, limits).empty()) best = v;
   }
   return best;
+}
+
+std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
+                          const char* split_help) {
+  return {
+      {"THREADS", {64, 128, 256, 512}, "threads per block"},
+      {"ROWS",
+       {1, 2, 4, 8},
+       "rows of the long side per block (X k-contiguous) or packets of rows per lane (X "
+       "m-contiguous)"},
+      {"VEC", std::move(vec), vec_help},
+      {"KWARPS",
+       {1, 2, 4, 8},
+       "X m-contiguous: warps of a block that share its rows and interleave k, summed in "
+       "shared memory"},
+      {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
+      {"SPLITK", {1, 2, 4, 8, 16, 32, 64}, split_help},
+  };
+}
+
+void launch(const Kernel& kernel, const Config& c, const Geometry& s, const KParts& parts,
+            void* args, CUstream stream) {
+  void* params[] = {args};
+  kernel.launch(0, static_cast<unsigned>(Rules::blocks(c, s)), 1,
+                static_cast<unsigned>(parts.splits), static_cast<unsigned>(get(c, "THREADS")), 1, 1,
+                0, stream, params);
+  if (parts.splits > 1) {
+    int splits = static_cast<int>(parts.splits);
+    void* reduce[] = {args, &splits};
+    const std::int64_t total = s.m * s.n;
+    const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>((total + 255) / 256, 4096));
+    kernel.launch_dependent(1, grid, 1, 1, 256, 1, 1, 0, stream, reduce);
+  }
 }
 
 }  // namespace skinny

@@ -925,25 +925,11 @@ skinny::Geometry skinny_geometry(const Problem& p) {
 class GemmTcSkinnyFamily final : public TcFamilyBase {
  public:
   GemmTcSkinnyFamily()
-      : rules_({
-            {"THREADS", {64, 128, 256, 512}, "threads per block"},
-            {"ROWS",
-             {1, 2, 4, 8},
-             "rows of the long side per block (X k-contiguous) or packets of rows per lane (X "
-             "m-contiguous)"},
-            {"VEC",
-             {1, 2, 4, 8},
-             "elements per load of X, up to 16 bytes (needs aligned pointers and leading dims)"},
-            {"KWARPS",
-             {1, 2, 4, 8},
-             "X m-contiguous: warps of a block that share its rows and interleave k, summed in "
-             "shared memory"},
-            {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
-            {"SPLITK",
-             {1, 2, 4, 8, 16, 32, 64},
-             "k splits over the grid, their fp32 partial sums added in a fixed order by a second "
-             "kernel"},
-        }) {}
+      : rules_(skinny::params({1, 2, 4, 8},
+                              "elements per load of X, up to 16 bytes (needs aligned pointers "
+                              "and leading dims)",
+                              "k splits over the grid, their fp32 partial sums added in a fixed "
+                              "order by a second kernel")) {}
 
   std::string name() const override { return "gemm_tc_skinny"; }
   std::string description() const override {
@@ -1067,8 +1053,6 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
                                                    call.k, call.lda, call.ldb, call.ldc);
     const skinny::KParts parts =
         skinny::k_parts(s.k, get(config, "SPLITK"), skinny_types(call.dtype).k_quantum);
-    const std::int64_t blocks = skinny::Rules::blocks(config, s);
-    const unsigned threads = static_cast<unsigned>(get(config, "THREADS"));
     CUdeviceptr workspace = 0;
     if (parts.splits > 1)
       workspace = detail::scratch_alloc(
@@ -1090,17 +1074,7 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
                       call.alpha,
                       call.beta};
     try {
-      void* params[] = {&args};
-      kernel.launch(0, static_cast<unsigned>(blocks), 1, static_cast<unsigned>(parts.splits),
-                    threads, 1, 1, 0, stream, params);
-      if (parts.splits > 1) {
-        int splits = static_cast<int>(parts.splits);
-        void* reduce[] = {&args, &splits};
-        const std::int64_t total = s.m * s.n;
-        const unsigned grid =
-            static_cast<unsigned>(std::min<std::int64_t>((total + 255) / 256, 4096));
-        kernel.launch_dependent(1, grid, 1, 1, 256, 1, 1, 0, stream, reduce);
-      }
+      skinny::launch(kernel, config, s, parts, &args, stream);
     } catch (...) {
       if (workspace) driver().cuMemFreeAsync(workspace, stream);
       throw;

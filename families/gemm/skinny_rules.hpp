@@ -4,11 +4,17 @@
 // these, written once; the element sizes tell them apart.
 #pragma once
 
+#include <cuda.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "families/family.hpp"
+
+namespace ktune {
+class Kernel;
+}
 
 namespace ktune::skinny {
 
@@ -42,6 +48,11 @@ KParts k_parts(std::int64_t k, std::int64_t split, std::int64_t quantum);
 
 std::int64_t get(const Config& c, const char* name);
 
+// The parameters both families search: THREADS, ROWS, VEC (of `vec` values, help `vec_help`),
+// KWARPS, UNROLL, SPLITK (help `split_help`).
+std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
+                          const char* split_help);
+
 // The parameters (THREADS, ROWS, VEC, KWARPS, UNROLL, SPLITK) and their rules for one problem
 // (its geometry, alignment class in elements and types).
 class Rules {
@@ -69,5 +80,11 @@ class Rules {
                     const DeviceLimits& limits) const;
   std::vector<Param> params_;
 };
+
+// Launches the compiled candidate (function 0, and with k split the reduction, function 1, as its
+// programmatic dependent) with `args`, the kernels' parameter struct (its workspace set when k
+// is split).
+void launch(const Kernel& kernel, const Config& c, const Geometry& s, const KParts& parts,
+            void* args, CUstream stream);
 
 }  // namespace ktune::skinny
