@@ -58,15 +58,18 @@ for step in "${steps[@]}"; do
       done
       ;;
     tune-tc)
-      # The tensor-core GEMM (family TC_FAMILY: gemm_tc, or gemm_tc80, the mma.sync fallback; op
-      # tn): short tunes of TC_SHAPES (MxNxK), verified.
+      # The tensor-core GEMM (family TC_FAMILY: gemm_tc, or gemm_tc80, the mma.sync fallback, or
+      # gemm_tc_skinny): short tunes of TC_SHAPES (MxNxK, or MxNxK:op; without one the family's
+      # default op, tn for gemm_tc), verified.
       tcf=${TC_FAMILY:-gemm_tc}
       for shape in ${TC_SHAPES:-4096x4096x4096 1000x3000x520}; do
+        op=""
+        case "$shape" in *:*) op=${shape#*:} shape=${shape%%:*} ;; esac
         IFS=x read -r m n k <<<"$shape"
         for d in ${TC_DTYPES:-bf16}; do
           # C of the input type (f32 for tf32) unless TC_OUT says.
-          run_step "tune-tc-$d-$shape" "$KTUNE" tune "$tcf" --m "$m" --n "$n" --k "$k" --dtype "$d" \
-            ${TC_OUT:+--out "$TC_OUT"} --max-evals "${TC_EVALS:-40}" --strategy "${TC_STRATEGY:-auto}" \
+          run_step "tune-tc-$d-$shape${op:+-$op}" "$KTUNE" tune "$tcf" --m "$m" --n "$n" --k "$k" \
+            --dtype "$d" ${op:+--op "$op"} ${TC_OUT:+--out "$TC_OUT"} --max-evals "${TC_EVALS:-40}" --strategy "${TC_STRATEGY:-auto}" \
             --timeout-floor 2
         done
       done
