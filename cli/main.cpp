@@ -435,10 +435,11 @@ int main(int argc, char** argv) {
   tune_gemm->get_option("--suite")->excludes("--shape")->excludes("--op");
   tune_gemm->get_option("--grid")->excludes("--shape")->excludes("--op")->excludes("--suite");
   // Families of family files, and the built-in families described by their axes alone
-  // (gemm_tc, gemm_tc80): one option per problem axis.
+  // (gemm_tc, gemm_tc80, gemm_tc_skinny): one option per problem axis.
   std::vector<std::pair<CLI::App*, std::string>> tune_user;
   std::vector<const ktune::Family*> by_axes = {&ktune::find_family("gemm_tc"),
-                                               &ktune::find_family("gemm_tc80")};
+                                               &ktune::find_family("gemm_tc80"),
+                                               &ktune::find_family("gemm_tc_skinny")};
   for (const ktune::Family* family : ktune::user_families()) by_axes.push_back(family);
   for (const ktune::Family* family : by_axes) {
     auto* cmd = add_family(family->name().c_str(),

@@ -59,6 +59,8 @@ TEST(Cli, BadArgumentsExitTwoNamingTheArgument) {
       {{"bench", "gemm", "--dtype", "bf16", "--batch", "0"}, "--batch"},
       {{"tune", "gemm_tc", "--batch", "0"}, "batch must be in"},
       {{"tune", "gemm_tc", "--dtype", "tf32", "--align", "8"}, "align must be 4 elements of tf32"},
+      {{"tune", "gemm_tc_skinny", "--m", "64", "--n", "64"}, "m or n must be at most 16"},
+      {{"tune", "gemm_tc_skinny", "--m", "8", "--batch", "2"}, "batch must be 1"},
       {{"bench", "gemm", "--dtype", "tf32", "--shape", "64x64x64", "--op", "nt"}, "op must be tn"},
       {{"check", "--arch", "sm_9x"}, "--arch"},
       {{"check", "--family", "fft"}, "fft"},
