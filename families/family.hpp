@@ -157,6 +157,13 @@ class Family {
   virtual double transfer_distance(const Problem& target, const Problem& tuned) const {
     return problem_distance(target, tuned);
   }
+  // How far a tuned problem is from `target` for the lookup's nearest steps (the nearest tuned
+  // problem answers one nobody tuned): by default problem_distance, which needs the same
+  // attributes. A family whose problems spell one kernel in several ways says so (gemm_tc_skinny:
+  // m = 1 with op nt runs the kernel of n = 1 with op nn).
+  virtual double nearest_distance(const Problem& target, const Problem& tuned) const {
+    return problem_distance(target, tuned);
+  }
   // The lookup's predicted step ranks the winners of tuned problems on a problem nobody tuned by
   // the time a model gives them. predict_ms: the time `candidate` would take on `target`, from
   // `measured`, a configuration measured at `measured_ms` on `tuned` (candidate is measured or a

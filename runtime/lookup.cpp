@@ -212,8 +212,8 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         if (auto c = usable(row, family, problem, limits))
           return from_row(LookupStep::kExact, row, *c);
     std::vector<ResultRecord> best;  // read after the predicted step, which needs it not
-    // The usable row nearest to the problem (same attributes, log-scale distance in sizes)
-    // among those `eligible` accepts.
+    // The usable row nearest to the problem (the family's nearest_distance: by default the same
+    // attributes and a log-scale distance in sizes) among those `eligible` accepts.
     auto nearest = [&](LookupStep step, auto eligible) -> std::optional<LookupResult> {
       const ResultRecord* found = nullptr;
       std::optional<Config> config;
@@ -222,7 +222,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         if (!eligible(row)) continue;
         double d;
         try {
-          d = problem_distance(problem, family.parse_problem(row.problem));
+          d = family.nearest_distance(problem, family.parse_problem(row.problem));
         } catch (const Error&) {
           continue;
         }

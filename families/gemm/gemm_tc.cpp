@@ -1011,6 +1011,18 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
                       " (the tensor-core family takes these)");
   }
 
+  // Problems alike for this family: the same kernel (X k- or m-contiguous, the same element
+  // types), whichever of m and n is the short side and whichever op spells the layouts; then
+  // near in the long side, the short side, k and alignment (log scale). The lookup needs the same
+  // element types; the tuner's seeds may cross between bf16 and fp16 (the same kernel at the
+  // same speed) and, farther, tf32.
+  double nearest_distance(const Problem& target, const Problem& tuned) const override {
+    return skinny_distance(target, tuned, false);
+  }
+  double transfer_distance(const Problem& target, const Problem& tuned) const override {
+    return skinny_distance(target, tuned, true);
+  }
+
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
     return rules_.reject(c, skinny_geometry(p), p.size("align"), skinny_types(p.attr("dtype")),
                          limits);
@@ -1083,6 +1095,27 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
   }
 
  private:
+  static double skinny_distance(const Problem& target, const Problem& tuned, bool cross_types) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    if (target.family != tuned.family) return kInf;
+    const skinny::Geometry a = skinny_geometry(target), b = skinny_geometry(tuned);
+    if (a.x_kcontig != b.x_kcontig) return kInf;  // the other kernel
+    double d = 0;
+    const std::string &ta = target.attr("dtype"), &tb = tuned.attr("dtype");
+    const bool other_out = (target.attr("out") == "f32") != (tuned.attr("out") == "f32");
+    if (!cross_types && (ta != tb || other_out)) return kInf;
+    if (ta != tb) d += (ta == "tf32") == (tb == "tf32") ? 0.25 : 1.0;
+    if (other_out) d += 1.0;
+    // Y's layout matters only with more than one column.
+    if (a.n > 1 && b.n > 1 && a.y_kcontig != b.y_kcontig) d += 0.5;
+    auto apart = [](std::int64_t x, std::int64_t y) {
+      return std::fabs(std::log2(1.0 + static_cast<double>(x)) -
+                       std::log2(1.0 + static_cast<double>(y)));
+    };
+    return d + apart(a.m, b.m) + apart(a.n, b.n) + apart(a.k, b.k) +
+           apart(target.size("align"), tuned.size("align"));
+  }
+
   skinny::Rules rules_;
 };
 

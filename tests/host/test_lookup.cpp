@@ -1,10 +1,12 @@
 // Host tests: the lookup chain against a database built in the test (no GPU needed).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "db/database.hpp"
 #include "families/family.hpp"
+#include "families/gemm/gemm_tc.hpp"
 #include "families/registry.hpp"
 #include "ktune/tune_on_miss.hpp"
 #include "runtime/lookup.hpp"
@@ -370,6 +372,70 @@ TEST_F(Predicted, OtherDtypesOpsAndArchitectures) {
                           p("align=4;dtype=f32;k=2000;m=3000;n=3000;op=nn"))
                 .step,
             LookupStep::kDefault);
+}
+
+// gemm_tc_skinny: the nearest tuned problem is the nearest of the same kernel, whichever of m
+// and n is short and whichever op spells the layouts; never one of the other kernel or of other
+// element types (a database built here; no GPU).
+TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
+  const Family& f = find_family("gemm_tc_skinny");
+  auto problem = [](const std::string& dtype, bool ta, bool tb, std::int64_t m, std::int64_t n,
+                    std::int64_t k) {
+    Problem p = gemm_tc_problem(dtype, dtype, ta, tb, m, n, k, 8);
+    p.family = "gemm_tc_skinny";
+    return p;
+  };
+  auto put_tuned = [&](const Problem& tuned, const std::string& config) {
+    ResultRecord r;
+    r.device_id = db_->ensure_device(h100_);
+    r.family = f.name();
+    r.template_hash = f.template_hash();
+    r.problem = tuned.key();
+    r.config = config;
+    r.status = "ok";
+    r.time_median_ms = 0.05;
+    r.metric = 1.0;
+    r.unit = "TFLOPS";
+    db_->put_result(r);
+  };
+  // m-contiguous X (the axpy kernel): m = 1 with op nt; k-contiguous X (dot): n = 1 with op tn;
+  // and an fp16 row of the first shape with another block.
+  const std::string axpy = "KWARPS=8,ROWS=1,SPLITK=1,THREADS=256,UNROLL=2,VEC=8";
+  const std::string dot = "KWARPS=1,ROWS=2,SPLITK=1,THREADS=256,UNROLL=1,VEC=8";
+  const std::string axpy_f16 = "KWARPS=4,ROWS=1,SPLITK=1,THREADS=128,UNROLL=2,VEC=8";
+  put_tuned(problem("bf16", false, true, 1, 8192, 8192), axpy);
+  put_tuned(problem("bf16", true, false, 8192, 1, 8192), dot);
+  put_tuned(problem("f16", false, true, 1, 8192, 8192), axpy_f16);
+  auto answer = [&](const Problem& p) {
+    const LookupResult r = lookup_config(db_.get(), h200_, f, p);
+    EXPECT_EQ(r.step, LookupStep::kSameArch) << p.key();
+    Config c = r.config;
+    c.erase("SPLITK");  // split afresh for each problem
+    return to_string(c);
+  };
+  auto without_split = [](const std::string& text) {
+    Config c = parse_config(text);
+    c.erase("SPLITK");
+    return to_string(c);
+  };
+  // n = 1 with op nn and m = 1 with op tt read an m-contiguous X: the axpy row answers, not the
+  // dot row of the same sizes.
+  EXPECT_EQ(answer(problem("bf16", false, false, 6000, 1, 7000)), without_split(axpy));
+  EXPECT_EQ(answer(problem("bf16", true, true, 1, 6000, 7000)), without_split(axpy));
+  // n = 1 with op tt and m = 1 with op nn read a k-contiguous X: the dot row.
+  EXPECT_EQ(answer(problem("bf16", true, true, 6000, 1, 7000)), without_split(dot));
+  EXPECT_EQ(answer(problem("bf16", false, false, 1, 6000, 7000)), without_split(dot));
+  // fp16 finds its own row, never a bf16 one; tf32 has none and gets the default.
+  EXPECT_EQ(answer(problem("f16", false, false, 6000, 1, 7000)), without_split(axpy_f16));
+  Problem tf32 = gemm_tc_problem("tf32", "f32", true, false, 6000, 1, 7000, 4);
+  tf32.family = "gemm_tc_skinny";
+  EXPECT_EQ(lookup_config(db_.get(), h200_, f, tf32).step, LookupStep::kDefault);
+  // The tuner's seeds may cross from bf16 to fp16, the kernels' layouts never.
+  EXPECT_LT(f.transfer_distance(problem("f16", false, false, 8192, 1, 8192),
+                                problem("bf16", false, true, 1, 8192, 8192)),
+            1.0);
+  EXPECT_TRUE(std::isinf(f.transfer_distance(problem("bf16", false, false, 8192, 1, 8192),
+                                             problem("bf16", true, false, 8192, 1, 8192))));
 }
 
 }  // namespace
