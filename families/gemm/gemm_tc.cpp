@@ -890,12 +890,13 @@ std::unique_ptr<Workload> TcFamilyBase::make_workload(const Problem& p, const De
 // ---- gemm_tc_skinny: the calls of these types with n or m at most 16 (gemm_tc_skinny.cuh) ----
 
 constexpr std::int64_t kSkinnyMax = 16;
-// The runtime's tf32 calls with m or n up to this run here. Measured on an H200 (the any-shape
-// bench, seed 20261140; docs/GEMM_TC.md, "Skinny calls"): the tf32 matrix-vector and m or n <= 3
-// shapes gained 1.02 to 1.33 x over gemm_tc, while m or n of 5 to 14 ran better on the tensor-core
-// tiles (up to 1.35 x cuBLASLt there, 0.77 here); the bf16 ones on these kernels' defaults lost
-// to gemm_tc on 3 of 5 shapes (an m-contiguous X streamed at about 1.8 TB/s), so bf16 and fp16
-// calls stay on gemm_tc unless a tuning says otherwise.
+// The runtime's calls with m or n up to this run here. Measured with the any-shape bench (seed
+// 20261140; docs/GEMM_TC.md, "Skinny calls"): on an H200 the tf32 matrix-vector and m or n <= 3
+// shapes gained 1.02 to 1.33 x over gemm_tc on these kernels' defaults, while m or n of 5 to 14
+// ran better on the tensor-core tiles (up to 1.35 x cuBLASLt there, 0.77 here); bf16 and fp16 on
+// the defaults lost to gemm_tc on 3 of 5 shapes. With the H100 presets of this family, on an
+// H100, bf16 and fp16 calls with m or n <= 4 gain too, and 5 to 14 still lose (0.16 to 0.75 x
+// cuBLASLt here against 0.80 to 1.21 on gemm_tc).
 constexpr std::int64_t kSkinnyRoute = 4;
 
 // Same layout as ktune::tcs::Params in gemm_tc_skinny.cuh.
@@ -1011,8 +1012,9 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
                       " (the tensor-core family takes these)");
   }
 
-  // Problems alike for this family: the same kernel (X k- or m-contiguous, the same element
-  // types), whichever of m and n is the short side and whichever op spells the layouts; then
+  // Problems alike for this family: the same kernel (X k- or m-contiguous, Y k-contiguous or
+  // not, the same element types), whichever of m and n is the short side and whichever op spells
+  // the layouts; then
   // near in the long side, the short side, k and alignment (log scale). The lookup needs the same
   // element types; the tuner's seeds may cross between bf16 and fp16 (the same kernel at the
   // same speed) and, farther, tf32.
@@ -1099,15 +1101,20 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     if (target.family != tuned.family) return kInf;
     const skinny::Geometry a = skinny_geometry(target), b = skinny_geometry(tuned);
-    if (a.x_kcontig != b.x_kcontig) return kInf;  // the other kernel
+    // Another kernel: X of the other layout, or Y's (a kernel reads a k-contiguous Y in packets,
+    // another one element at a time; a vector of one column has a layout too: m = 1 with op nn
+    // reads A's row, strided by its leading dimension). The tuner's seeds may cross Y's layout.
+    if (a.x_kcontig != b.x_kcontig) return kInf;
     double d = 0;
+    if (a.y_kcontig != b.y_kcontig) {
+      if (!cross_types) return kInf;
+      d += 1.0;
+    }
     const std::string &ta = target.attr("dtype"), &tb = tuned.attr("dtype");
     const bool other_out = (target.attr("out") == "f32") != (tuned.attr("out") == "f32");
     if (!cross_types && (ta != tb || other_out)) return kInf;
     if (ta != tb) d += (ta == "tf32") == (tb == "tf32") ? 0.25 : 1.0;
     if (other_out) d += 1.0;
-    // Y's layout matters only with more than one column.
-    if (a.n > 1 && b.n > 1 && a.y_kcontig != b.y_kcontig) d += 0.5;
     auto apart = [](std::int64_t x, std::int64_t y) {
       return std::fabs(std::log2(1.0 + static_cast<double>(x)) -
                        std::log2(1.0 + static_cast<double>(y)));
@@ -1135,7 +1142,8 @@ const Family& gemm_tc_skinny_family() { return tc_skinny_family(); }
 
 bool gemm_tc_is_skinny(const std::string& dtype, std::int64_t m, std::int64_t n,
                        std::int64_t batch) {
-  return dtype == "tf32" && batch == 1 && std::min(m, n) <= kSkinnyRoute;
+  (void)dtype;  // every type alike since the presets (bf16 and fp16 lost on the defaults)
+  return batch == 1 && std::min(m, n) <= kSkinnyRoute;
 }
 
 const Family& gemm_tc_family() { return tc_family(); }

@@ -86,7 +86,7 @@ const Family& gemm_tc_family_for(const DeviceLimits& limits);
 // product (matrix-vector included), on the FMA units with fp32 sums, any layout (tf32 too) and
 // any alignment; its problems are gemm_tc_problem's with the family's name set and align 1, 2, 4
 // or 8 (at most 16 bytes). gemm_tc_is_skinny: the calls the runtime sends there instead of to
-// gemm_tc / gemm_tc80: tf32, one product, m or n at most 4 (docs/GEMM_TC.md, "Skinny calls").
+// gemm_tc / gemm_tc80: one product with m or n at most 4 (docs/GEMM_TC.md, "Skinny calls").
 const Family& gemm_tc_skinny_family();
 bool gemm_tc_is_skinny(const std::string& dtype, std::int64_t m, std::int64_t n,
                        std::int64_t batch);

@@ -494,8 +494,9 @@ TEST(GemmTcSkinny, TakesOneSkinnyProductOfAnyLayoutAndAlignment) {
   EXPECT_FALSE(gemm_tc_is_skinny("tf32", 5000, 5, 1));  // the tensor-core tiles win from 5 up
   EXPECT_FALSE(gemm_tc_is_skinny("tf32", 17, 5000, 1));
   EXPECT_FALSE(gemm_tc_is_skinny("tf32", 1, 5000, 4));  // strided batches: gemm_tc
-  EXPECT_FALSE(gemm_tc_is_skinny("bf16", 1, 5000, 1));  // the tensor cores won more often
-  EXPECT_FALSE(gemm_tc_is_skinny("f16", 5000, 1, 1));
+  EXPECT_TRUE(gemm_tc_is_skinny("bf16", 1, 5000, 1));   // with their presets
+  EXPECT_TRUE(gemm_tc_is_skinny("f16", 5000, 4, 1));
+  EXPECT_FALSE(gemm_tc_is_skinny("f16", 5000, 5, 1));
 }
 
 TEST(GemmTcSkinny, DefaultAndAdaptedConfigsAreValidForEveryShape) {

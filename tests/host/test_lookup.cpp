@@ -374,9 +374,9 @@ TEST_F(Predicted, OtherDtypesOpsAndArchitectures) {
             LookupStep::kDefault);
 }
 
-// gemm_tc_skinny: the nearest tuned problem is the nearest of the same kernel, whichever of m
-// and n is short and whichever op spells the layouts; never one of the other kernel or of other
-// element types (a database built here; no GPU).
+// gemm_tc_skinny: the nearest tuned problem is the nearest of the same kernel (X and Y of the
+// same layouts), whichever of m and n is short and whichever op spells the layouts; never one of
+// another kernel or of other element types (a database built here; no GPU).
 TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
   const Family& f = find_family("gemm_tc_skinny");
   auto problem = [](const std::string& dtype, bool ta, bool tb, std::int64_t m, std::int64_t n,
@@ -398,8 +398,9 @@ TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
     r.unit = "TFLOPS";
     db_->put_result(r);
   };
-  // m-contiguous X (the axpy kernel): m = 1 with op nt; k-contiguous X (dot): n = 1 with op tn;
-  // and an fp16 row of the first shape with another block.
+  // m = 1 with op nt: X = B^T m-contiguous (the axpy kernel), Y = A's row, strided by lda.
+  // n = 1 with op tn: X = A^T k-contiguous (the dot kernel), Y = B's column, k-contiguous.
+  // And an fp16 row of the first shape with another block.
   const std::string axpy = "KWARPS=8,ROWS=1,SPLITK=1,THREADS=256,UNROLL=2,VEC=8";
   const std::string dot = "KWARPS=1,ROWS=2,SPLITK=1,THREADS=256,UNROLL=1,VEC=8";
   const std::string axpy_f16 = "KWARPS=4,ROWS=1,SPLITK=1,THREADS=128,UNROLL=2,VEC=8";
@@ -408,6 +409,7 @@ TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
   put_tuned(problem("f16", false, true, 1, 8192, 8192), axpy_f16);
   auto answer = [&](const Problem& p) {
     const LookupResult r = lookup_config(db_.get(), h200_, f, p);
+    if (r.step == LookupStep::kDefault) return std::string("default");
     EXPECT_EQ(r.step, LookupStep::kSameArch) << p.key();
     Config c = r.config;
     c.erase("SPLITK");  // split afresh for each problem
@@ -418,22 +420,24 @@ TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
     c.erase("SPLITK");
     return to_string(c);
   };
-  // n = 1 with op nn and m = 1 with op tt read an m-contiguous X: the axpy row answers, not the
-  // dot row of the same sizes.
-  EXPECT_EQ(answer(problem("bf16", false, false, 6000, 1, 7000)), without_split(axpy));
-  EXPECT_EQ(answer(problem("bf16", true, true, 1, 6000, 7000)), without_split(axpy));
-  // n = 1 with op tt and m = 1 with op nn read a k-contiguous X: the dot row.
-  EXPECT_EQ(answer(problem("bf16", true, true, 6000, 1, 7000)), without_split(dot));
-  EXPECT_EQ(answer(problem("bf16", false, false, 1, 6000, 7000)), without_split(dot));
+  // n = 1 with op nt: X = A m-contiguous, Y = B^T strided: the axpy row of m = 1.
+  EXPECT_EQ(answer(problem("bf16", false, true, 6000, 1, 7000)), without_split(axpy));
+  // m = 1 with op tn: X = B k-contiguous, Y = A^T k-contiguous: the dot row of n = 1.
+  EXPECT_EQ(answer(problem("bf16", true, false, 1, 6000, 7000)), without_split(dot));
+  // n = 1 with op nn (Y k-contiguous) runs neither kernel tuned here: the default, not the
+  // axpy row of the same sizes.
+  EXPECT_EQ(answer(problem("bf16", false, false, 8192, 1, 8192)), "default");
   // fp16 finds its own row, never a bf16 one; tf32 has none and gets the default.
-  EXPECT_EQ(answer(problem("f16", false, false, 6000, 1, 7000)), without_split(axpy_f16));
+  EXPECT_EQ(answer(problem("f16", false, true, 6000, 1, 7000)), without_split(axpy_f16));
   Problem tf32 = gemm_tc_problem("tf32", "f32", true, false, 6000, 1, 7000, 4);
   tf32.family = "gemm_tc_skinny";
-  EXPECT_EQ(lookup_config(db_.get(), h200_, f, tf32).step, LookupStep::kDefault);
-  // The tuner's seeds may cross from bf16 to fp16, the kernels' layouts never.
-  EXPECT_LT(f.transfer_distance(problem("f16", false, false, 8192, 1, 8192),
+  EXPECT_EQ(answer(tf32), "default");
+  // The tuner's seeds may cross from bf16 to fp16 and to Y's other layout, never to X's.
+  EXPECT_LT(f.transfer_distance(problem("f16", false, true, 8192, 1, 8192),
                                 problem("bf16", false, true, 1, 8192, 8192)),
             1.0);
+  EXPECT_TRUE(std::isfinite(f.transfer_distance(problem("bf16", false, false, 8192, 1, 8192),
+                                                problem("bf16", false, true, 1, 8192, 8192))));
   EXPECT_TRUE(std::isinf(f.transfer_distance(problem("bf16", false, false, 8192, 1, 8192),
                                              problem("bf16", true, false, 8192, 1, 8192))));
 }
