@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,11 +42,20 @@ std::vector<std::string> strategy_names();
 // (2 per compile thread) while the strategy makes its blind proposals, so that the compile pool
 // starts at full speed; then 8, growing with the results, so that an adaptive strategy sees
 // results before it proposes much, up to `full` so that the compile pool keeps the GPU fed.
+// And never fewer than keep a compile finishing per candidate the GPU runs (Little's law):
+// compile_s, a compile's mean time, over per_candidate_s, the loop's mean time per candidate
+// besides waiting on compiles, plus one (both 0 before they are known), up to `full`.
 inline std::size_t pipeline_window(std::size_t full, std::size_t results, std::size_t proposed,
-                                   std::size_t blind) {
+                                   std::size_t blind, double compile_s = 0,
+                                   double per_candidate_s = 0) {
   if (proposed < blind) return std::max<std::size_t>(1, full);
   constexpr std::size_t kFirst = 8;
-  return std::max<std::size_t>(1, std::min(full, kFirst + results / 4));
+  std::size_t window = kFirst + results / 4;
+  if (compile_s > 0 && per_candidate_s > 0) {
+    const double fed = std::ceil(std::min(compile_s / per_candidate_s, 1e6)) + 1;
+    window = std::max(window, static_cast<std::size_t>(fed));
+  }
+  return std::max<std::size_t>(1, std::min(full, window));
 }
 
 }  // namespace ktune

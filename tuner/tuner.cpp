@@ -235,9 +235,18 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::atomic<std::size_t> compiled{0};
   std::size_t stored_binaries = 0;
 
+  Clock::time_point loop_started = Clock::now();
   auto refill = [&] {
+    // A compile's mean time, and the loop's per candidate besides waiting on compiles.
+    const std::size_t done_compiles = compiled.load();
+    const double compile_mean = done_compiles ? compile_seconds.load() / done_compiles : 0;
+    const double per_candidate =
+        summary.evaluated ? std::max(0.0, seconds_since(loop_started) - summary.gpu_wait_seconds) /
+                                summary.evaluated
+                          : 0;
     while (queue.size() < pipeline_window(window, summary.evaluated, strategy_proposed,
-                                          strategy->blind_proposals()) &&
+                                          strategy->blind_proposals(), compile_mean,
+                                          per_candidate) &&
            proposed < planned) {
       std::optional<std::size_t> next;
       if (!seeds.empty()) {
@@ -285,11 +294,11 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
                out.error = e.what();
                out.details = e.details();
              }
-             ++compiled;
              double s = seconds_since(t0);
              double cur = compile_seconds.load();
              while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
              }
+             ++compiled;  // after its time: the loop's mean never counts a compile without it
              return out;
            })});
     }
@@ -300,6 +309,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::optional<ResultRecord> best_this_run;
   std::size_t since_improvement = 0;  // evaluations since the best of this run last improved
   summary.stop_reason = "space exhausted";
+  loop_started = Clock::now();
   refill();
   while (!queue.empty()) {
     if (options.max_seconds > 0 && seconds_since(started) > options.max_seconds) {

@@ -289,3 +289,27 @@ TEST(Family, NormalizeFillsParametersAddedLaterWithTheirFirstValue) {
 
 }  // namespace
 }  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// The tuner's compile-ahead window: everything while the strategy proposes blind, then 8 growing
+// with the results, and never fewer than keep a compile finishing per candidate the GPU runs
+// (compile time over time per candidate, plus one); always within 1 .. full.
+TEST(Strategy, PipelineWindowKeepsTheGpuFedWithinItsBounds) {
+  EXPECT_EQ(pipeline_window(32, 0, 0, 16), 32u);      // blind proposals: all at once
+  EXPECT_EQ(pipeline_window(32, 0, 16, 16), 8u);      // then 8
+  EXPECT_EQ(pipeline_window(32, 40, 50, 16), 18u);    // growing by one per 4 results
+  EXPECT_EQ(pipeline_window(32, 400, 500, 16), 32u);  // up to full
+  EXPECT_EQ(pipeline_window(4, 0, 16, 16), 4u);       // a small pool: its full
+  EXPECT_EQ(pipeline_window(0, 0, 16, 16), 1u);
+  // Compiles of 2 s and 0.135 s per candidate on the GPU: ceil(14.8) + 1 = 16 in flight.
+  EXPECT_EQ(pipeline_window(32, 0, 16, 16, 2.0, 0.135), 16u);
+  EXPECT_EQ(pipeline_window(32, 0, 16, 16, 20.0, 0.135), 32u);    // never above full
+  EXPECT_EQ(pipeline_window(32, 40, 50, 16, 0.3, 0.135), 18u);    // fast compiles: the growth rule
+  EXPECT_EQ(pipeline_window(32, 0, 16, 16, 1.0, 0.0), 8u);        // not measured yet
+  EXPECT_EQ(pipeline_window(32, 0, 16, 16, 1e300, 1e-300), 32u);  // no overflow
+}
+
+}  // namespace
+}  // namespace ktune
