@@ -448,7 +448,9 @@ TEST(GemmRandomShapes, EveryDimensionInItsRangeAndTheMemoryCapHolds) {
     EXPECT_GT(small_n, 0);
     // Huge-k shapes of large m + n and k pass 3 GiB in f32 and f64; f64 general shapes too. In
     // 2-byte elements only a huge-k shape near every upper end would (none among these 3000).
-    if (bytes >= 4) EXPECT_GT(capped, 0) << bytes << " bytes";
+    if (bytes >= 4) {
+      EXPECT_GT(capped, 0) << bytes << " bytes";
+    }
   }
   // The low ends of the ranges occur: 1 in the skinny class (a quarter of its small dimensions)
   // and 64 in the general one (about 0.3% of its dimensions).
