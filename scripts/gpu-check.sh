@@ -69,8 +69,8 @@ for step in "${steps[@]}"; do
         for d in ${TC_DTYPES:-bf16}; do
           # C of the input type (f32 for tf32) unless TC_OUT says.
           run_step "tune-tc-$d-$shape${op:+-$op}" "$KTUNE" tune "$tcf" --m "$m" --n "$n" --k "$k" \
-            --dtype "$d" ${op:+--op "$op"} ${TC_OUT:+--out "$TC_OUT"} --max-evals "${TC_EVALS:-40}" --strategy "${TC_STRATEGY:-auto}" \
-            --timeout-floor 2
+            --dtype "$d" ${op:+--op "$op"} ${TC_OUT:+--out "$TC_OUT"} --max-evals "${TC_EVALS:-40}" \
+            --strategy "${TC_STRATEGY:-auto}" --timeout-floor 2
         done
       done
       "$KTUNE" query --family "$tcf" > "$LOGS/tc-query.txt" 2>&1

@@ -1014,10 +1014,9 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
 
   // Problems alike for this family: the same kernel (X k- or m-contiguous, Y k-contiguous or
   // not, the same element types), whichever of m and n is the short side and whichever op spells
-  // the layouts; then
-  // near in the long side, the short side, k and alignment (log scale). The lookup needs the same
-  // element types; the tuner's seeds may cross between bf16 and fp16 (the same kernel at the
-  // same speed) and, farther, tf32.
+  // the layouts; then near in the long side, the short side, k and alignment (log scale). The
+  // tuner's seeds may cross between bf16 and fp16 (the same kernel at the same speed), farther to
+  // tf32, and to Y's other layout.
   double nearest_distance(const Problem& target, const Problem& tuned) const override {
     return skinny_distance(target, tuned, false);
   }
@@ -1142,7 +1141,7 @@ const Family& gemm_tc_skinny_family() { return tc_skinny_family(); }
 
 bool gemm_tc_is_skinny(const std::string& dtype, std::int64_t m, std::int64_t n,
                        std::int64_t batch) {
-  (void)dtype;  // every type alike since the presets (bf16 and fp16 lost on the defaults)
+  (void)dtype;  // every type alike since the family's presets (bf16 and fp16 lost on defaults)
   return batch == 1 && std::min(m, n) <= kSkinnyRoute;
 }
 
