@@ -25,6 +25,7 @@
 #include "families/elementwise/elementwise.hpp"
 #include "families/family.hpp"
 #include "families/gemm/gemm.hpp"
+#include "families/gemm/gemm_tc.hpp"
 #include "families/histogram/histogram.hpp"
 #include "families/registry.hpp"
 #include "ktune/ktune.hpp"
@@ -663,6 +664,22 @@ int cmd_params(const std::string& family_name) {
   return kExitOk;
 }
 
+namespace {
+// The family the runtime's typed call runs for a problem of `family`, where that is another one
+// (the skinny families take GEMM calls with a short side); "" otherwise.
+std::string runtime_family_of(const Family& family, const Problem& p) {
+  try {
+    if (family.name() == "gemm" && gemm_is_skinny(p.size("m"), p.size("n"))) return "gemm_skinny";
+    if ((family.name() == "gemm_tc" || family.name() == "gemm_tc80") &&
+        gemm_tc_is_skinny(p.attr("dtype"), p.size("m"), p.size("n"),
+                          p.sizes.count("batch") ? p.size("batch") : 1))
+      return "gemm_tc_skinny";
+  } catch (const Error&) {
+  }
+  return {};
+}
+}  // namespace
+
 int cmd_explain(const Common& common, const std::string& family_name,
                 const std::string& problem_key, const std::string& gpu, const std::string& arch) {
   // The problem is checked before the GPU is touched, so a typo is a usage error everywhere.
@@ -723,6 +740,12 @@ int cmd_explain(const Common& common, const std::string& family_name,
       ranked.add({fixed(k.predicted_ms, 4), fixed(k.measured_ms, 4), k.tuned_problem, k.config});
     ranked.print(std::cout);
   }
+  // A call of these sizes goes elsewhere in the runtime: say so, and where to look.
+  if (const std::string routed = runtime_family_of(family, problem); !routed.empty())
+    std::cout << "\nnote: the runtime runs this call on " << routed << " ("
+              << (routed == "gemm_skinny" ? "m or n at most 16" : "m or n at most 4, one product")
+              << "), not on " << family.name() << ": ktune explain " << routed << " '"
+              << problem_key << "'\n";
   check_stdout("explain");
   return kExitOk;
 }

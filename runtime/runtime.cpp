@@ -400,8 +400,8 @@ struct Runtime::Impl {
     const unsigned in_code = call.dtype == "bf16" ? 1 : tf32 ? 3 : 2;
     const unsigned out_code = call.out == "f32" ? 0 : in_code;
     if (gemm_tc_is_skinny(call.dtype, call.m, call.n, call.batch)) {
-      // tf32 with m or n at most 4, one product: the skinny kernels, which read the long operand
-      // once, in any layout and alignment (nothing transposed or copied first).
+      // m or n at most 4, one product: the skinny kernels, which read the long operand once, in
+      // any layout and alignment (nothing transposed or copied first).
       static const Family& skinny = gemm_tc_skinny_family();
       const int skinny_align = gemm_tc_alignment(call);
       const CallKey key{6u << 24 | in_code << 20 | out_code << 16 | unsigned(call.trans_a) << 12 |

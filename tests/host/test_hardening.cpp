@@ -674,6 +674,24 @@ TEST(Newcomer, AFreshMachineSeesTheShippedResultsWithoutCreatingADatabase) {
   auto other_arch = run_cli({"explain", "elementwise", copy, "--arch", "sm_80"}, env);
   EXPECT_EQ(other_arch.exit_code, 0) << other_arch.err;
   EXPECT_NE(other_arch.out.find("default"), std::string::npos) << other_arch.out;
+  // A GEMM call the runtime sends to a skinny family: the answer says so and where to look.
+  const std::string matvec = "align=4;dtype=f32;k=4096;m=4096;n=1;op=nn";
+  auto routed = run_cli({"explain", "gemm", matvec, "--arch", "sm_90"}, env);
+  EXPECT_EQ(routed.exit_code, 0) << routed.err;
+  EXPECT_NE(routed.out.find("runs this call on gemm_skinny"), std::string::npos) << routed.out;
+  auto skinny = run_cli({"explain", "gemm_skinny", matvec, "--arch", "sm_90"}, env);
+  EXPECT_EQ(skinny.exit_code, 0) << skinny.err;
+  EXPECT_EQ(skinny.out.find("note:"), std::string::npos) << skinny.out;
+  const std::string bf16_matvec = "align=8;batch=1;dtype=bf16;k=4096;m=4096;n=1;op=nn;out=bf16";
+  auto tc = run_cli({"explain", "gemm_tc", bf16_matvec, "--arch", "sm_90"}, env);
+  EXPECT_EQ(tc.exit_code, 0) << tc.err;
+  EXPECT_NE(tc.out.find("runs this call on gemm_tc_skinny"), std::string::npos) << tc.out;
+  auto tiles =
+      run_cli({"explain", "gemm_tc", "align=8;batch=1;dtype=bf16;k=4096;m=4096;n=5;op=nn;out=bf16",
+               "--arch", "sm_90"},
+              env);
+  EXPECT_EQ(tiles.exit_code, 0) << tiles.err;
+  EXPECT_EQ(tiles.out.find("note:"), std::string::npos) << tiles.out;
   auto unknown = run_cli({"explain", "elementwise", copy, "--gpu", "NVIDIA B200"}, env);
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
   EXPECT_NE(unknown.err.find("NVIDIA H200"), std::string::npos) << unknown.err;  // what it knows
