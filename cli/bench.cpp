@@ -602,9 +602,20 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
   if (batch != 1 && !(family_name == "gemm" && tc))
     throw Error(ErrorCode::kInvalidArgument,
                 "--batch: strided batches are benchmarked for --dtype bf16, f16 or tf32 only");
-  if (family_name == "gemm" && tc && !shape.empty())
-    gemm_tc_family().validate(gemm_tc_bench_problem(dtype, shapes[0].trans_a, shapes[0].trans_b,
-                                                    shapes[0].m, shapes[0].n, shapes[0].k, batch));
+  if (tc_family == "gemm_tc_skinny" && shape.empty())
+    throw Error(ErrorCode::kInvalidArgument,
+                "--tc-family gemm_tc_skinny: needs --shape with m or n at most 16 (the suite's "
+                "shapes run on the tensor-core tiles)");
+  if (family_name == "gemm" && tc && !shape.empty()) {
+    // Checked by the family that will run it: the skinny one where the runtime sends the call
+    // (any op, tf32 included) or where --tc-family names it, else the tensor-core one.
+    const GemmShape& s = shapes[0];
+    const bool skinny = tc_family == "gemm_tc_skinny" ||
+                        (tc_family.empty() && gemm_tc_is_skinny(dtype, s.m, s.n, batch));
+    Problem p = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
+    if (skinny) p.family = gemm_tc_skinny_family().name();
+    (skinny ? gemm_tc_skinny_family() : gemm_tc_family()).validate(p);
+  }
 #ifndef KTUNE_HAVE_ANCHORS
   (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)shapes, (void)tc_family;
   Device device(common.device);

@@ -606,8 +606,10 @@ int main(int argc, char** argv) {
           "--tc-family", bench_tc_family,
           "with --dtype bf16, f16 or tf32: the tensor-core family to time, gemm_tc (wgmma and TMA, "
           "sm_90) or gemm_tc80 (mma.sync and cp.async, sm_80 and later: the A100 and L40 fallback, "
-          "which runs on sm_90 too); default: the one the runtime runs on this GPU")
-      ->check(CLI::IsMember({"gemm_tc", "gemm_tc80"}));
+          "which runs on sm_90 too), or gemm_tc_skinny (the FMA-unit kernels for m or n at most "
+          "16, with --shape); default: the one the runtime runs on this GPU (gemm_tc_skinny for m "
+          "or n at most 4)")
+      ->check(CLI::IsMember({"gemm_tc", "gemm_tc80", "gemm_tc_skinny"}));
   // The any-shape benchmark: its own database, so that neither stage sees the user's results.
   RandomShapesArgs bench_random;
   std::uint64_t bench_seed = 0;
