@@ -362,6 +362,7 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
   // Where the runtime would answer (this GPU's tensor-core family), a shape the runtime sends to
   // the skinny kernels (gemm_tc_is_skinny) runs there.
   const bool runtime_family = &tc_family == &gemm_tc_family_for(device.limits());
+  std::set<std::string> ran;  // the families the shapes ran on, for the geomean row
   for (const GemmShape& s : shapes) {
     const Family& family = runtime_family && gemm_tc_is_skinny(dtype, s.m, s.n, batch)
                                ? gemm_tc_skinny_family()
@@ -369,6 +370,7 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
     Problem problem = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
     problem.family = family.name();
     family.validate(problem);
+    ran.insert(family.name());
     auto workload = family.make_workload(problem, device, cache);
     const TcCall call = gemm_tc_workload_call(*workload);
     auto measure = [&](const char* variant, const std::function<void(CUstream)>& run) {
@@ -454,8 +456,10 @@ void bench_gemm_tc(Runtime& runtime, const Device& device, KernelCache& cache,
       ++count;
     }
   }
-  Row g{tc_family.name(), "dtype=" + dtype + " " + std::to_string(count) + " shapes",
-        "geomean ratio"};
+  std::string families;
+  for (const std::string& name : ran) families += (families.empty() ? "" : "+") + name;
+  Row g{families.empty() ? tc_family.name() : families,
+        "dtype=" + dtype + " " + std::to_string(count) + " shapes", "geomean ratio"};
   g.ratio = count ? std::exp(log_sum / count) : 0;
   g.anchor = "cuBLASLt";
   rows.push_back(g);
