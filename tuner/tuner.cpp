@@ -235,7 +235,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::atomic<std::size_t> compiled{0};
   std::size_t stored_binaries = 0;
 
-  Clock::time_point loop_started = Clock::now();
+  Clock::time_point loop_started;  // set as the loop starts, before the first refill
   auto refill = [&] {
     // A compile's mean time, and the loop's per candidate besides waiting on compiles.
     const std::size_t done_compiles = compiled.load();

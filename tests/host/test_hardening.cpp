@@ -664,34 +664,31 @@ TEST(Newcomer, AFreshMachineSeesTheShippedResultsWithoutCreatingADatabase) {
   EXPECT_EQ(e.exit_code, 0) << e.err;
   EXPECT_GT(nlohmann::json::parse(e.out)["results"].size(), 10u);
   // explain for a GPU named as the presets know it, and for an architecture, without a GPU.
+  // explained: the answer of a run that must exit 0.
+  auto explained = [&](const std::string& family, const std::string& key, const std::string& flag,
+                       const std::string& value) {
+    auto r = run_cli({"explain", family, key, flag, value}, env);
+    EXPECT_EQ(r.exit_code, 0) << family << " " << key << "\n" << r.err;
+    return r.out;
+  };
   const std::string copy = "align=16;dtype=f32;n=268435456;op=copy";
-  auto by_gpu = run_cli({"explain", "elementwise", copy, "--gpu", "NVIDIA H200"}, env);
-  EXPECT_EQ(by_gpu.exit_code, 0) << by_gpu.err;
-  EXPECT_NE(by_gpu.out.find("exact"), std::string::npos) << by_gpu.out;
-  auto by_arch = run_cli({"explain", "elementwise", copy, "--arch", "sm_90"}, env);
-  EXPECT_EQ(by_arch.exit_code, 0) << by_arch.err;
-  EXPECT_NE(by_arch.out.find("same-arch"), std::string::npos) << by_arch.out;
-  auto other_arch = run_cli({"explain", "elementwise", copy, "--arch", "sm_80"}, env);
-  EXPECT_EQ(other_arch.exit_code, 0) << other_arch.err;
-  EXPECT_NE(other_arch.out.find("default"), std::string::npos) << other_arch.out;
+  const std::string by_gpu = explained("elementwise", copy, "--gpu", "NVIDIA H200");
+  EXPECT_NE(by_gpu.find("exact"), std::string::npos) << by_gpu;
+  const std::string by_arch = explained("elementwise", copy, "--arch", "sm_90");
+  EXPECT_NE(by_arch.find("same-arch"), std::string::npos) << by_arch;
+  const std::string other_arch = explained("elementwise", copy, "--arch", "sm_80");
+  EXPECT_NE(other_arch.find("default"), std::string::npos) << other_arch;
   // A GEMM call the runtime sends to a skinny family: the answer says so and where to look.
   const std::string matvec = "align=4;dtype=f32;k=4096;m=4096;n=1;op=nn";
-  auto routed = run_cli({"explain", "gemm", matvec, "--arch", "sm_90"}, env);
-  EXPECT_EQ(routed.exit_code, 0) << routed.err;
-  EXPECT_NE(routed.out.find("runs this call on gemm_skinny"), std::string::npos) << routed.out;
-  auto skinny = run_cli({"explain", "gemm_skinny", matvec, "--arch", "sm_90"}, env);
-  EXPECT_EQ(skinny.exit_code, 0) << skinny.err;
-  EXPECT_EQ(skinny.out.find("note:"), std::string::npos) << skinny.out;
-  const std::string bf16_matvec = "align=8;batch=1;dtype=bf16;k=4096;m=4096;n=1;op=nn;out=bf16";
-  auto tc = run_cli({"explain", "gemm_tc", bf16_matvec, "--arch", "sm_90"}, env);
-  EXPECT_EQ(tc.exit_code, 0) << tc.err;
-  EXPECT_NE(tc.out.find("runs this call on gemm_tc_skinny"), std::string::npos) << tc.out;
-  auto tiles =
-      run_cli({"explain", "gemm_tc", "align=8;batch=1;dtype=bf16;k=4096;m=4096;n=5;op=nn;out=bf16",
-               "--arch", "sm_90"},
-              env);
-  EXPECT_EQ(tiles.exit_code, 0) << tiles.err;
-  EXPECT_EQ(tiles.out.find("note:"), std::string::npos) << tiles.out;
+  const std::string routed = explained("gemm", matvec, "--arch", "sm_90");
+  EXPECT_NE(routed.find("runs this call on gemm_skinny"), std::string::npos) << routed;
+  const std::string skinny = explained("gemm_skinny", matvec, "--arch", "sm_90");
+  EXPECT_EQ(skinny.find("note:"), std::string::npos) << skinny;
+  const std::string bf16 = "align=8;batch=1;dtype=bf16;k=4096;m=4096;op=nn;out=bf16";
+  const std::string tc = explained("gemm_tc", bf16 + ";n=1", "--arch", "sm_90");
+  EXPECT_NE(tc.find("runs this call on gemm_tc_skinny"), std::string::npos) << tc;
+  const std::string tiles = explained("gemm_tc", bf16 + ";n=5", "--arch", "sm_90");
+  EXPECT_EQ(tiles.find("note:"), std::string::npos) << tiles;
   auto unknown = run_cli({"explain", "elementwise", copy, "--gpu", "NVIDIA B200"}, env);
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
   EXPECT_NE(unknown.err.find("NVIDIA H200"), std::string::npos) << unknown.err;  // what it knows
