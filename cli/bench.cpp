@@ -893,7 +893,10 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                     << " failed); stopped: " << t.stop_reason << "; " << fixed(t.seconds, 1)
                     << " s; " << t.compiled << " compiled, " << t.reused
                     << " from the binary cache; GPU waited on compiles "
-                    << fixed(t.gpu_wait_seconds, 1) << " s"
+                    << fixed(t.gpu_wait_seconds, 1) << " s ("
+                    << fixed(t.seconds > 0 ? 100 * t.gpu_wait_seconds / t.seconds : 0, 0) << "%; "
+                    << fixed(t.first_wait_seconds, 1) << " s before the first candidate; "
+                    << t.cached_first << " compiled kernels of other problems offered first)"
                     << (t.best ? "" : "; no configuration passed, the lookup chain answers")
                     << "\n";
       }

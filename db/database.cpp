@@ -877,8 +877,9 @@ std::vector<ResultRecord> Database::results(const ResultFilter& f) {
     if (f.device_id) sql += " AND r.device_id = :device";
     if (f.run_id) sql += " AND r.run_id = :run";
     if (f.ok_only) sql += " AND r.status = 'ok'";
-    sql += " ORDER BY r.id";
+    sql += f.newest ? " ORDER BY r.id DESC LIMIT :newest" : " ORDER BY r.id";
     SQLite::Statement q(*db_, sql);
+    if (f.newest) q.bind(":newest", static_cast<std::int64_t>(f.newest));
     if (!f.family.empty()) q.bind(":family", f.family);
     if (!f.problem.empty()) q.bind(":problem", f.problem);
     if (f.device_id) q.bind(":device", static_cast<std::int64_t>(f.device_id));
@@ -1099,6 +1100,16 @@ std::size_t Database::limit_binaries(std::uint64_t max_bytes) {
     return old.size();
   } catch (const std::exception& e) {
     fail("trimming the binary cache", e);
+  }
+}
+
+bool Database::has_binary(const std::string& key) {
+  try {
+    SQLite::Statement q(*db_, "SELECT 1 FROM binaries WHERE key=?");
+    q.bind(1, key);
+    return q.executeStep();
+  } catch (const std::exception& e) {
+    fail("reading the binary cache", e);
   }
 }
 

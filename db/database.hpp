@@ -113,6 +113,7 @@ struct ResultFilter {
   std::int64_t device_id = 0;  // 0: any
   std::int64_t run_id = 0;     // 0: any
   bool ok_only = false;
+  std::size_t newest = 0;  // > 0: only the newest this many rows, newest first
 };
 
 class Database final : public BinaryStore {
@@ -202,6 +203,8 @@ class Database final : public BinaryStore {
                   const CachedBinary& binary) override;
   bool accepts_binaries() const override { return !read_only(); }
   std::int64_t binary_count();
+  // Whether the cache holds this key (without reading the binary).
+  bool has_binary(const std::string& key);
   // Keeps the binary cache within `max_bytes` of code, removing the oldest binaries first (they
   // compile again on use). Returns how many were removed; nothing on a read-only database.
   std::size_t limit_binaries(std::uint64_t max_bytes);

@@ -32,6 +32,17 @@ class OrderedStrategy : public Strategy {
   }
   void observe(std::size_t, std::optional<double>) override {}
   std::size_t blind_proposals() const override { return order_.size(); }  // a fixed order
+  // The order is blind: the preferred go first, the rest keep their order.
+  void prefer(const std::vector<std::size_t>& indices) override {
+    std::vector<bool> first(done_.size(), false);
+    std::vector<std::size_t> order;
+    for (std::size_t i : indices)
+      if (i < first.size() && !first[i]) first[i] = true, order.push_back(i);
+    for (std::size_t k = next_; k < order_.size(); ++k)
+      if (order_[k] >= first.size() || !first[order_[k]]) order.push_back(order_[k]);
+    order_ = std::move(order);
+    next_ = 0;
+  }
   void seed(std::size_t index) override {
     if (index < done_.size()) done_[index] = true;
   }
@@ -81,6 +92,7 @@ class EvolveStrategy : public Strategy {
     std::sort(best_.begin(), best_.end());
     if (best_.size() > kElite) best_.resize(kElite);
   }
+  void prefer(const std::vector<std::size_t>& indices) override { preferred_ = indices; }
 
  private:
   static constexpr std::size_t kElite = 8;
@@ -92,6 +104,10 @@ class EvolveStrategy : public Strategy {
     return i;
   }
   std::optional<std::size_t> random_pick() {
+    while (next_preferred_ < preferred_.size()) {
+      const std::size_t i = preferred_[next_preferred_++];
+      if (i < taken_.size() && !taken_[i]) return take(i);
+    }
     for (int attempt = 0; attempt < 64; ++attempt) {
       const std::size_t i = rng_() % space_.size();
       if (!taken_[i]) return take(i);
@@ -134,6 +150,8 @@ class EvolveStrategy : public Strategy {
   std::size_t warmup_ = 8;
   std::map<std::string, std::set<std::int64_t>> values_;
   std::vector<std::pair<double, std::size_t>> best_;
+  std::vector<std::size_t> preferred_;
+  std::size_t next_preferred_ = 0;
 };
 
 // Every configuration as parameter levels (the rank of each value among the parameter's allowed
@@ -235,6 +253,7 @@ class AdaptiveStrategy : public Strategy {
   void seed(std::size_t index) override {
     if (index < taken_.size()) mark(index);
   }
+  void prefer(const std::vector<std::size_t>& indices) override { preferred_ = indices; }
 
  protected:
   // An untaken index, or npos to propose a random one.
@@ -268,6 +287,10 @@ class AdaptiveStrategy : public Strategy {
     if (!taken_[i]) taken_[i] = true, ++taken_count_;
   }
   std::size_t random_free() {
+    while (next_preferred_ < preferred_.size()) {
+      const std::size_t i = preferred_[next_preferred_++];
+      if (available(i)) return i;
+    }
     for (int attempt = 0; attempt < 64; ++attempt) {
       const std::size_t i = draw(taken_.size());
       if (!taken_[i]) return i;
@@ -278,6 +301,8 @@ class AdaptiveStrategy : public Strategy {
   }
 
   std::size_t taken_count_ = 0;
+  std::vector<std::size_t> preferred_;
+  std::size_t next_preferred_ = 0;
 };
 
 // Simulated annealing on log(time): proposals are neighbours of the current configuration; a

@@ -29,6 +29,10 @@ class Strategy {
   // How many first proposals depend on no result (a random warm-up, a fixed order): the tuner
   // may have them all in flight at once without costing the strategy any information.
   virtual std::size_t blind_proposals() const { return 0; }
+  // Candidates that cost no compile (their kernels are in the binary cache), best first: where the
+  // strategy would pick at random (its warm-up, a random share, a fixed order's start), it takes
+  // these first, so that the GPU has work while the first compiles run. Called before propose().
+  virtual void prefer(const std::vector<std::size_t>& indices) { (void)indices; }
 };
 
 // "exhaustive", "random", "evolve", "anneal", "genetic" or "model"; `done` are indices already

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "core/util.hpp"
@@ -18,6 +19,7 @@
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
 #include "platform/nvrtc.hpp"
+#include "runtime/lookup.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
@@ -33,6 +35,12 @@ namespace ktune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The candidates of the runtime's predicted ranking seeded after its answer.
+constexpr std::size_t kLookupSeeds = 3;
+// Binary-cache candidates: the newest rows read, and the distinct configurations checked.
+constexpr std::size_t kCachedRows = 4096;
+constexpr std::size_t kCachedChecked = 256;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -77,8 +85,36 @@ class Progress {
   std::string label_;
 };
 
-// The GPU: loads the compiled candidate, checks the block size the driver allows for it, then
-// verifies it on fresh data and times it.
+// The runtime's answer for the problem (the lookup chain: a prediction from the tuned problems, the
+// nearest one, the default) and the next kLookupSeeds of the prediction's ranking, as indices of
+// the space (those in it), in that order: a tune starts from what the runtime runs untuned, so it
+// ends no slower than that, and the runtime's kernel is usually in the binary cache already.
+std::vector<std::size_t> lookup_seeds(Database& db, const DeviceInfo& device, const Family& family,
+                                      const Problem& problem, const SearchSpace& space) {
+  std::vector<std::size_t> out;
+  try {
+    const LookupResult answer = lookup_config(&db, device, family, problem);
+    std::vector<Config> configs = {answer.config};
+    for (const auto& c : answer.candidates) {
+      if (configs.size() > kLookupSeeds) break;
+      configs.push_back(parse_config(c.config));
+    }
+    for (const Config& c : configs) {
+      try {
+        const std::size_t i =
+            space.index_of(to_string(family.adapt(family.normalize(c), problem, device.limits)));
+        if (i != SearchSpace::npos && std::find(out.begin(), out.end(), i) == out.end())
+          out.push_back(i);
+      } catch (const Error&) {
+        // A candidate this version cannot read: not a seed.
+      }
+    }
+  } catch (const Error&) {
+    // No answer to start from (rows it cannot read): the strategy starts alone.
+  }
+  return out;
+}
+
 }  // namespace
 
 TuneSummary tune(Database& db, const Device& device, const Family& family, const Problem& problem,
@@ -165,6 +201,16 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         // A row this version cannot read (or a parameter it no longer has): not a seed.
       }
     }
+    // The runtime's answer for this problem (the lookup chain: a prediction from the tuned
+    // problems, the nearest one, the default) and the prediction's next candidates, after this
+    // problem's own winners: a tune starts from what the runtime runs untuned, so it ends no
+    // slower than that, and the runtime's kernel is usually in the binary cache already.
+    if (options.start_from_lookup) {
+      const auto from_lookup = lookup_seeds(db, runner.device(), family, problem, space);
+      for (std::size_t k = 0; k < from_lookup.size(); ++k)
+        if (!done[from_lookup[k]])
+          ranked.emplace_back(-0.25 + 0.01 * static_cast<double>(k), from_lookup[k]);
+    }
     if (options.measure_winners) {
       // Every winner of this architecture (this GPU's and the shipped presets' of its kind) and
       // template version whose measurement the family's model can carry to this problem,
@@ -195,6 +241,51 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     }
   }
   summary.seeded = seeds.size();
+
+  // Compile each kernel once, and keep the GPU busy from the start: the configurations this GPU
+  // measured for other problems of the family, adapted to this one, whose kernels the binary
+  // cache holds, are what the strategy takes first where it would pick at random (its warm-up).
+  // Best first: by their time over the best of their problem.
+  if (runner.compiles() && options.reuse_binaries && !options.measure_winners) {
+    ResultFilter filter;
+    filter.family = family.name();
+    filter.device_id = device_id;
+    filter.ok_only = true;
+    filter.newest = kCachedRows;
+    std::vector<ResultRecord> rows;
+    for (auto& r : db.results(filter))
+      if (r.template_hash == hash && r.problem != key && r.time_median_ms > 0)
+        rows.push_back(std::move(r));
+    std::map<std::string, double> best_of;
+    for (const auto& r : rows) {
+      auto [it, fresh] = best_of.emplace(r.problem, r.time_median_ms);
+      if (!fresh) it->second = std::min(it->second, r.time_median_ms);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [&](const ResultRecord& a, const ResultRecord& b) {
+      return a.time_median_ms / best_of[a.problem] < b.time_median_ms / best_of[b.problem];
+    });
+    std::vector<bool> checked(space.size(), false);
+    std::size_t checks = 0;
+    std::vector<std::size_t> cached;
+    const std::string arch = limits.arch();
+    for (const auto& r : rows) {
+      if (checks >= kCachedChecked) break;
+      try {
+        const Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
+        const std::size_t i = space.index_of(to_string(c));
+        if (i == SearchSpace::npos || done[i] || checked[i]) continue;
+        checked[i] = true;
+        ++checks;
+        if (std::find(seeds.begin(), seeds.end(), i) != seeds.end()) continue;
+        if (db.has_binary(compile_cache_key(family.compile_request(space.at(i), problem, arch))))
+          cached.push_back(i);
+      } catch (const Error&) {
+        // A row this version cannot read: not a candidate.
+      }
+    }
+    summary.cached_first = cached.size();
+    strategy->prefer(cached);
+  }
 
   RunRecord run;
   run.device_id = device_id;
@@ -327,6 +418,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     auto wait_start = Clock::now();
     CompileOutcome outcome = pending.outcome.get();
     summary.gpu_wait_seconds += seconds_since(wait_start);
+    if (summary.evaluated == 0) summary.first_wait_seconds = summary.gpu_wait_seconds;
     refill();
     if (outcome.result && !outcome.reused && options.reuse_binaries && db.accepts_binaries()) {
       db.put_binary(outcome.key, arch, to_cached_binary(*outcome.result));

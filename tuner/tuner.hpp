@@ -37,6 +37,10 @@ struct TuneOptions {
   bool progress_plain = false;
   std::string progress_label;      // e.g. "[GPU 1] "
   std::size_t transfer_seeds = 8;  // winners of neighbouring problems evaluated first
+  // The first of those seeds: the runtime's answer for the problem (its lookup chain) and the
+  // next 3 of its predicted ranking, after this problem's own winners (earlier templates, other
+  // GPUs of the architecture).
+  bool start_from_lookup = true;
   // Measure the winners (of this GPU's architecture) of every other problem the family's model
   // can carry to this one (GEMM: the same dtype, any op), adapted, and nothing else: the
   // measurements the runtime's predicted lookup step ranks from (docs/GEMM.md, "Cross
@@ -70,6 +74,8 @@ struct TuneSummary {
   std::size_t reused = 0;      // candidates read from the binary cache instead
   std::size_t compile_threads = 0;
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
+  double first_wait_seconds = 0;     // of which before the first candidate
+  std::size_t cached_first = 0;      // kernels of other problems' candidates taken first
   int worker_restarts = 0;           // workers replaced after a fault or a timeout
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
 };

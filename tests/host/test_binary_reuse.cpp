@@ -125,6 +125,80 @@ TEST(BinaryReuse, ACandidateReadFromTheCacheRunsBeforeOneStillCompiling) {
   EXPECT_EQ(first_three, cached);
 }
 
+// A tune of a new problem takes the kernels the cache holds for other problems' candidates as its
+// warm-up, whatever its strategy and seed: the GPU measures them while the first compiles run.
+TEST(BinaryReuse, ANewProblemWarmsUpOnTheKernelsTheCacheHolds) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& family = find_family("elementwise");
+  const Problem small = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  const Problem large = Problem::parse("elementwise", "align=16;dtype=f32;n=16777216;op=copy");
+  SyntheticCompiledRunner first;
+  ASSERT_EQ(tune(db, first, family, small, options(8)).compiled, 8u);
+
+  SyntheticCompiledRunner second;
+  TuneOptions o = options(12);
+  o.strategy = "model";  // another strategy, another seed: its own random warm-up would differ
+  o.seed = 99;
+  const TuneSummary b = tune(db, second, family, large, o);
+  EXPECT_EQ(b.evaluated, 12u);
+  // At least those 8 (configurations that differ in BLOCK or GRID alone share a kernel).
+  EXPECT_GE(b.reused, 8u);
+  EXPECT_EQ(b.reused + b.compiled, 12u);
+  EXPECT_GE(b.cached_first + b.seeded, 8u);
+  // The eight cached ones ran first.
+  ASSERT_EQ(second.measured.size(), 12u);
+  std::vector<std::string> a(first.measured),
+      c(second.measured.begin(), second.measured.begin() + 8);
+  std::sort(a.begin(), a.end());
+  std::sort(c.begin(), c.end());
+  EXPECT_EQ(a, c);
+
+  // Without the cache the strategy draws its own warm-up.
+  testing::TempDir other;
+  Database fresh(other.file("t.db"));
+  SyntheticCompiledRunner alone;
+  o.reuse_binaries = false;
+  ASSERT_EQ(tune(fresh, alone, family, large, o).cached_first, 0u);
+}
+
+// A tune starts from the runtime's answer for its problem: here the lookup chain's
+// same-architecture step, a winner of another problem on another GPU of the architecture, which no
+// transfer seed would have proposed (seeds from other GPUs are of the same problem only).
+TEST(LookupSeeds, ATuneStartsFromTheRuntimesAnswer) {
+  const Family& family = find_family("elementwise");
+  const std::string winner = "BLOCK=512,CACHE=1,GRID=16,STRIDE=0,UNROLL=2,VEC=2";
+  const Problem p = Problem::parse("elementwise", "align=16;dtype=f32;n=33554432;op=copy");
+  for (bool from_lookup : {true, false}) {
+    SCOPED_TRACE(from_lookup);
+    testing::TempDir dir;
+    Database db(dir.file("t.db"));
+    DeviceInfo h200;
+    h200.name = "NVIDIA H200";
+    h200.limits = DeviceLimits::for_arch(9, 0);
+    h200.limits.sm_count = 132;
+    ResultRecord r;
+    r.device_id = db.ensure_device(h200);
+    r.family = "elementwise";
+    r.template_hash = family.template_hash();
+    r.problem = "align=16;dtype=f32;n=1048576;op=copy";
+    r.config = winner;
+    r.status = "ok";
+    r.time_median_ms = 1.0;
+    r.metric = 1.0;
+    r.unit = "GB/s";
+    db.put_result(r);
+
+    SyntheticCompiledRunner h100;
+    TuneOptions o = options(3);
+    o.start_from_lookup = from_lookup;
+    const TuneSummary s = tune(db, h100, family, p, o);
+    EXPECT_EQ(s.seeded, from_lookup ? 1u : 0u);
+    ASSERT_FALSE(h100.measured.empty());
+    EXPECT_EQ(h100.measured.front() == winner, from_lookup);
+  }
+}
+
 TEST(BinaryReuse, OffCompilesEverythingAndKeepsNothing) {
   testing::TempDir dir;
   Database db(dir.file("t.db"));

@@ -212,6 +212,7 @@ void expect_evaluated_first(Database& db, const Recording& rec, const std::strin
   o.strategy = "random";
   o.max_evals = 3;
   o.progress = false;
+  o.start_from_lookup = false;  // the seeds of the database's rows only
   const TuneSummary s = tune(db, *runner, family, Problem::parse("elementwise", key), o);
   EXPECT_EQ(s.seeded, 1u);  // one configuration, however many earlier templates measured it
   ResultFilter f;

@@ -311,5 +311,34 @@ TEST(Strategy, PipelineWindowKeepsTheGpuFedWithinItsBounds) {
   EXPECT_EQ(pipeline_window(32, 0, 16, 16, 1e300, 1e-300), 32u);  // no overflow
 }
 
+// Candidates whose kernels the binary cache holds come first wherever a strategy would pick at
+// random (its warm-up, a fixed order's start), in the order given, skipping what is taken; the
+// strategy then goes on as before and never proposes one twice.
+TEST(Strategy, PreferredCandidatesOpenEveryStrategysWarmUp) {
+  const Family& f = find_family("elementwise");
+  SearchSpace s(f, ew("align=16;dtype=f32;n=1024;op=add"), DeviceLimits::for_arch(9, 0));
+  ASSERT_GT(s.size(), 40u);
+  std::vector<bool> done(s.size(), false);
+  done[7] = true;  // evaluated by an earlier run
+  const std::vector<std::size_t> preferred = {s.size() - 1, 7, 12, s.size() / 2, 3};
+  for (const std::string name : strategy_names()) {
+    SCOPED_TRACE(name);
+    auto st = make_strategy(name, s, 5, done);
+    st->seed(12);  // the tuner evaluates it on its own
+    st->prefer(preferred);
+    std::vector<std::size_t> first;
+    for (int k = 0; k < 3; ++k) first.push_back(st->propose().value());
+    EXPECT_EQ(first, (std::vector<std::size_t>{s.size() - 1, s.size() / 2, 3}));
+    std::set<std::size_t> seen(first.begin(), first.end());
+    for (int k = 0; k < 30; ++k) {
+      const std::size_t i = st->propose().value();
+      EXPECT_TRUE(seen.insert(i).second);
+      EXPECT_NE(i, 7u);
+      EXPECT_NE(i, 12u);
+      st->observe(i, 1.0 + static_cast<double>(i % 7));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ktune
