@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <future>
 #include <map>
@@ -51,13 +52,27 @@ struct CompileOutcome {
   std::string error;
   std::string details;
   std::string key;
-  bool reused = false;  // read from the binary cache: nothing to store
+  bool reused = false;               // read from the binary cache: nothing to store
+  Clock::time_point started, ended;  // of the compile (the trace)
 };
 
 struct Pending {
   std::size_t index;
   std::future<CompileOutcome> outcome;
+  Clock::time_point proposed = Clock::now();
+  char origin = 's';  // 's' a seed, 'p' the strategy (the trace)
 };
+
+// $KTUNE_TUNE_TRACE names a file that gets one line per candidate of every tuning run (appended):
+// when it was proposed, compiled and run, and how long the GPU waited for it, in seconds from the
+// loop's start. For finding where a run's time goes; not a stable format.
+std::FILE* tune_trace() {
+  static std::FILE* file = [] {
+    const char* path = std::getenv("KTUNE_TUNE_TRACE");
+    return path && *path ? std::fopen(path, "a") : nullptr;
+  }();
+  return file;
+}
 
 // The tuning run's progress line: evaluations, best so far, elapsed time and an estimate.
 class Progress {
@@ -340,6 +355,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
                                           per_candidate) &&
            proposed < planned) {
       std::optional<std::size_t> next;
+      const char origin = seeds.empty() ? 'p' : 's';
       if (!seeds.empty()) {
         next = seeds.front();
         seeds.pop_front();
@@ -352,7 +368,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       if (!runner.compiles()) {
         std::promise<CompileOutcome> ready;
         ready.set_value(CompileOutcome{});
-        queue.push_back({*next, ready.get_future()});
+        queue.push_back({*next, ready.get_future(), Clock::now(), origin});
         continue;
       }
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);
@@ -369,13 +385,14 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
           ++summary.reused;
           std::promise<CompileOutcome> ready;
           ready.set_value(std::move(out));
-          queue.push_back({*next, ready.get_future()});
+          queue.push_back({*next, ready.get_future(), Clock::now(), origin == 's' ? 'S' : 'P'});
           continue;
         }
       }
       queue.push_back(
-          {*next, pool.submit([request = std::move(request), cache_key = std::move(cache_key),
-                               &compile_seconds, &compiled] {
+          {*next,
+           pool.submit([request = std::move(request), cache_key = std::move(cache_key),
+                        &compile_seconds, &compiled] {
              CompileOutcome out;
              out.key = cache_key;
              auto t0 = Clock::now();
@@ -385,13 +402,16 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
                out.error = e.what();
                out.details = e.details();
              }
+             out.started = t0;
+             out.ended = Clock::now();
              double s = seconds_since(t0);
              double cur = compile_seconds.load();
              while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
              }
              ++compiled;  // after its time: the loop's mean never counts a compile without it
              return out;
-           })});
+           }),
+           Clock::now(), origin});
     }
   };
 
@@ -401,6 +421,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::size_t since_improvement = 0;  // evaluations since the best of this run last improved
   summary.stop_reason = "space exhausted";
   loop_started = Clock::now();
+  bool first_compile_seen = false;
   refill();
   while (!queue.empty()) {
     if (options.max_seconds > 0 && seconds_since(started) > options.max_seconds) {
@@ -417,8 +438,13 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     queue.erase(ready);
     auto wait_start = Clock::now();
     CompileOutcome outcome = pending.outcome.get();
-    summary.gpu_wait_seconds += seconds_since(wait_start);
-    if (summary.evaluated == 0) summary.first_wait_seconds = summary.gpu_wait_seconds;
+    const double waited = seconds_since(wait_start);
+    summary.gpu_wait_seconds += waited;
+    // The wait until the first kernel this run compiled (the cache's and the seeds' aside).
+    if (!outcome.reused && runner.compiles() && !first_compile_seen) {
+      first_compile_seen = true;
+      summary.first_wait_seconds = summary.gpu_wait_seconds;
+    }
     refill();
     if (outcome.result && !outcome.reused && options.reuse_binaries && db.accepts_binaries()) {
       db.put_binary(outcome.key, arch, to_cached_binary(*outcome.result));
@@ -477,6 +503,19 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
           break;
         }
       }
+    }
+    if (std::FILE* trace = tune_trace()) {
+      auto at = [&](Clock::time_point t) {
+        return t == Clock::time_point{} ? -1.0
+                                        : std::chrono::duration<double>(t - loop_started).count();
+      };
+      std::fprintf(trace,
+                   "%s %s %zu %c proposed %.3f compile %.3f %.3f wait %.3f %.3f done %.3f "
+                   "queue %zu %s\n",
+                   family.name().c_str(), key.c_str(), summary.evaluated, pending.origin,
+                   at(pending.proposed), at(outcome.started), at(outcome.ended), at(wait_start),
+                   waited, at(Clock::now()), queue.size(), row.status.c_str());
+      std::fflush(trace);
     }
     strategy->observe(pending.index, observed);
     ++summary.evaluated;
