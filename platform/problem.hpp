@@ -32,7 +32,7 @@ double problem_distance(const Problem& a, const Problem& b);
 double problem_distance(const Problem& a, const Problem& b, double per_attribute);
 
 // Parameter values of one candidate, by name.
-using Config = std::map<std::string, std::int64_t>;
+using Config = std::map<std::string, std::int64_t, std::less<>>;
 
 // "NAME=value,NAME=value" sorted by name; parse_config is its inverse (throws on malformed text).
 std::string to_string(const Config& config);

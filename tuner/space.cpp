@@ -2,6 +2,7 @@
 #include "tuner/space.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "families/family.hpp"
 #include "ktune/error.hpp"
@@ -88,16 +89,86 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
     walk(prefix, n, [&] {
       ++total_;
       if (family.reject(c, problem, limits).empty()) {
-        index_.emplace(to_string(c), configs_.size());
-        configs_.push_back(c);
+        for (const auto& entry : c) values_.push_back(entry.second);
+        ++size_;
       }
     });
   });
+  for (const auto& entry : c) names_.push_back(entry.first);
+  values_.shrink_to_fit();
+  build_index();
+}
+
+std::uint64_t SearchSpace::hash_row(const std::int64_t* row) const {
+  std::uint64_t h = 0x9e3779b97f4a7c15ull;  // a multiply-xorshift mix per value
+  for (std::size_t p = 0; p < names_.size(); ++p) {
+    h ^= static_cast<std::uint64_t>(row[p]) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+void SearchSpace::build_index() {
+  if (size_ >= std::numeric_limits<std::uint32_t>::max() / 4)
+    throw Error(ErrorCode::kInvalidArgument, "search space of " + std::to_string(size_) +
+                                                 " configurations: more than ktune can index");
+  std::size_t capacity = 16;
+  while (capacity < 2 * size_) capacity *= 2;
+  slots_.assign(capacity, 0);
+  const std::size_t n = names_.size();
+  for (std::size_t i = 0; i < size_; ++i) {
+    std::size_t s = hash_row(&values_[i * n]) & (capacity - 1);
+    while (slots_[s] != 0) s = (s + 1) & (capacity - 1);
+    slots_[s] = static_cast<std::uint32_t>(i + 1);
+  }
+}
+
+std::size_t SearchSpace::find_row(const std::int64_t* row) const {
+  if (size_ == 0) return npos;
+  const std::size_t n = names_.size(), mask = slots_.size() - 1;
+  for (std::size_t s = hash_row(row) & mask; slots_[s] != 0; s = (s + 1) & mask) {
+    const std::size_t i = slots_[s] - 1;
+    if (std::equal(row, row + n, &values_[i * n])) return i;
+  }
+  return npos;
+}
+
+Config SearchSpace::at(std::size_t i) const {
+  if (i >= size_)
+    throw Error(ErrorCode::kInternal, "search space: no configuration " + std::to_string(i) +
+                                          " of " + std::to_string(size_));
+  Config c;
+  const std::int64_t* row = values(i);
+  for (std::size_t p = 0; p < names_.size(); ++p) c.emplace_hint(c.end(), names_[p], row[p]);
+  return c;
+}
+
+std::vector<Config> SearchSpace::configs() const {
+  std::vector<Config> out;
+  out.reserve(size_);
+  for (std::size_t i = 0; i < size_; ++i) out.push_back(at(i));
+  return out;
+}
+
+std::size_t SearchSpace::index_of(const Config& config) const {
+  if (config.size() != names_.size()) return npos;
+  std::vector<std::int64_t> row;
+  row.reserve(names_.size());
+  std::size_t p = 0;
+  for (const auto& [name, value] : config) {
+    if (name != names_[p++]) return npos;
+    row.push_back(value);
+  }
+  return find_row(row.data());
 }
 
 std::size_t SearchSpace::index_of(const std::string& config_text) const {
-  auto it = index_.find(config_text);
-  return it == index_.end() ? npos : it->second;
+  try {
+    return index_of(parse_config(config_text));
+  } catch (const Error&) {
+    return npos;  // not a configuration: none of ours
+  }
 }
 
 }  // namespace ktune

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "platform/device.hpp"
@@ -29,17 +28,32 @@ class SearchSpace {
   // Throws Error(kInvalidArgument) for a name or value in `only` that `family` does not have.
   static void check_only(const Family& family, const Only& only);
 
-  const std::vector<Config>& configs() const { return configs_; }
-  const Config& at(std::size_t i) const { return configs_.at(i); }
-  std::size_t size() const { return configs_.size(); }
+  std::size_t size() const { return size_; }
   std::size_t total() const { return total_; }  // before constraints (after `only`)
-  // Index of a configuration given as to_string(config), or npos.
+  // The i-th configuration (materialised from the compact store).
+  Config at(std::size_t i) const;
+  // Every configuration, materialised: for small spaces (checks, tests).
+  std::vector<Config> configs() const;
+  // The parameters in name order (a Config's order), and the i-th configuration's values in that
+  // order, as stored: what the strategies read without building maps.
+  const std::vector<std::string>& names() const { return names_; }
+  const std::int64_t* values(std::size_t i) const { return &values_.at(i * names_.size()); }
+  // Index of a configuration given as to_string(config) or as a Config, or npos.
   std::size_t index_of(const std::string& config_text) const;
+  std::size_t index_of(const Config& config) const;
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
  private:
-  std::vector<Config> configs_;
-  std::unordered_map<std::string, std::size_t> index_;
+  // An index of the rows: open addressing over a hash of each row's values (slots hold index + 1;
+  // 0 is empty), at most half full.
+  std::uint64_t hash_row(const std::int64_t* row) const;
+  std::size_t find_row(const std::int64_t* row) const;
+  void build_index();
+
+  std::vector<std::string> names_;
+  std::vector<std::int64_t> values_;  // size_ rows of names_.size() values
+  std::vector<std::uint32_t> slots_;
+  std::size_t size_ = 0;
   std::size_t total_ = 0;
 };
 

@@ -64,8 +64,9 @@ class EvolveStrategy : public Strategy {
       : space_(space), rng_(seed), taken_(space.size(), false) {
     for (std::size_t i = 0; i < done.size() && i < taken_.size(); ++i)
       if (done[i]) taken_[i] = true, ++taken_count_;
-    for (const auto& c : space.configs())
-      for (const auto& [name, value] : c) values_[name].insert(value);
+    for (std::size_t i = 0; i < space.size(); ++i)
+      for (std::size_t p = 0; p < space.names().size(); ++p)
+        values_[space.names()[p]].insert(space.values(i)[p]);
     warmup_ = std::min<std::size_t>(16, std::max<std::size_t>(4, space.size() / 50));
   }
   std::string name() const override { return "evolve"; }
@@ -139,7 +140,7 @@ class EvolveStrategy : public Strategy {
       std::advance(v, rng_() % vals.size());
       c[it->first] = *v;
     }
-    return space_.index_of(to_string(c));
+    return space_.index_of(c);
   }
 
   const SearchSpace& space_;
@@ -161,13 +162,11 @@ class EvolveStrategy : public Strategy {
 class LevelSpace {
  public:
   explicit LevelSpace(const SearchSpace& space) : size_(space.size()) {
-    // Every configuration holds the family's parameters in name order (a Config is a map): the
-    // p-th entry of each is the same parameter.
-    std::vector<std::set<std::int64_t>> values(size_ ? space.at(0).size() : 0);
-    for (const auto& c : space.configs()) {
-      std::size_t p = 0;
-      for (const auto& entry : c) values[p++].insert(entry.second);
-    }
+    // The space stores every configuration's values in one parameter order.
+    const std::size_t params = size_ ? space.names().size() : 0;
+    std::vector<std::set<std::int64_t>> values(params);
+    for (std::size_t i = 0; i < size_; ++i)
+      for (std::size_t p = 0; p < params; ++p) values[p].insert(space.values(i)[p]);
     for (const auto& vals : values) {
       sorted_.emplace_back(vals.begin(), vals.end());
       if (vals.size() > 1) varying_.push_back(sorted_.size() - 1);
@@ -177,12 +176,10 @@ class LevelSpace {
       stride_[p - 2] = stride_[p - 1] * sorted_[p - 1].size();
     levels_.resize(size_ * sorted_.size());
     for (std::size_t i = 0; i < size_; ++i) {
-      std::size_t p = 0;
-      for (const auto& entry : space.at(i)) {
+      for (std::size_t p = 0; p < params; ++p) {
         const auto& vals = sorted_[p];
         levels_[i * sorted_.size() + p] = static_cast<std::uint16_t>(
-            std::lower_bound(vals.begin(), vals.end(), entry.second) - vals.begin());
-        ++p;
+            std::lower_bound(vals.begin(), vals.end(), space.values(i)[p]) - vals.begin());
       }
       index_.emplace(code(at(i)), i);
     }
