@@ -106,6 +106,36 @@ TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
   }
 }
 
+// The compact store gives back every configuration it kept, finds each by its text or its map,
+// and finds nothing else: a value it rejected, a parameter too many or too few, malformed text.
+TEST(SearchSpace, IndexFindsEveryConfigurationAndNothingElse) {
+  const Family& f = find_family("elementwise");
+  SearchSpace s(f, ew("align=16;dtype=f64;n=1024;op=add"), DeviceLimits::for_arch(9, 0));
+  ASSERT_GT(s.size(), 100u);
+  std::set<std::string> texts;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const Config c = s.at(i);
+    EXPECT_TRUE(
+        f.reject(c, ew("align=16;dtype=f64;n=1024;op=add"), DeviceLimits::for_arch(9, 0)).empty());
+    EXPECT_EQ(s.index_of(c), i);
+    EXPECT_EQ(s.index_of(to_string(c)), i);
+    EXPECT_TRUE(texts.insert(to_string(c)).second);
+  }
+  EXPECT_EQ(s.configs().size(), s.size());
+  Config c = s.at(0);
+  c["VEC"] = 4;  // 32 bytes of f64 per access: rejected
+  EXPECT_EQ(s.index_of(c), SearchSpace::npos);
+  c = s.at(0);
+  c["EXTRA"] = 1;
+  EXPECT_EQ(s.index_of(c), SearchSpace::npos);
+  c = s.at(0);
+  c.erase("VEC");
+  EXPECT_EQ(s.index_of(c), SearchSpace::npos);
+  EXPECT_EQ(s.index_of("BLOCK=128,VEC"), SearchSpace::npos);
+  EXPECT_EQ(s.index_of(""), SearchSpace::npos);
+  EXPECT_THROW(s.at(s.size()), Error);
+}
+
 TEST(SearchSpace, DeviceLimitsPrune) {
   const Family& f = find_family("elementwise");
   DeviceLimits small = DeviceLimits::for_arch(9, 0);
