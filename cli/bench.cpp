@@ -895,7 +895,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                     << " from the binary cache; GPU waited on compiles "
                     << fixed(t.gpu_wait_seconds, 1) << " s ("
                     << fixed(t.seconds > 0 ? 100 * t.gpu_wait_seconds / t.seconds : 0, 0) << "%; "
-                    << fixed(t.first_wait_seconds, 1) << " s before the first candidate; "
+                    << fixed(t.first_wait_seconds, 1) << " s of it for the first compile; "
                     << t.cached_first << " compiled kernels of other problems offered first)"
                     << (t.best ? "" : "; no configuration passed, the lookup chain answers")
                     << "\n";
