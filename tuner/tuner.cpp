@@ -117,7 +117,7 @@ std::vector<std::size_t> lookup_seeds(Database& db, const DeviceInfo& device, co
     for (const Config& c : configs) {
       try {
         const std::size_t i =
-            space.index_of(to_string(family.adapt(family.normalize(c), problem, device.limits)));
+            space.index_of(family.adapt(family.normalize(c), problem, device.limits));
         if (i != SearchSpace::npos && std::find(out.begin(), out.end(), i) == out.end())
           out.push_back(i);
       } catch (const Error&) {
@@ -128,6 +128,54 @@ std::vector<std::size_t> lookup_seeds(Database& db, const DeviceInfo& device, co
     // No answer to start from (rows it cannot read): the strategy starts alone.
   }
   return out;
+}
+
+// Compile each kernel once, and keep the GPU busy from the start: the configurations this GPU
+// measured for other problems of the family (the newest kCachedRows ok rows), adapted to this one,
+// whose kernels the binary cache holds, up to kCachedChecked distinct ones checked, best of their
+// problem first. Neither done nor a seed.
+std::vector<std::size_t> cached_candidates(Database& db, std::int64_t device_id,
+                                           const Family& family, const Problem& problem,
+                                           const DeviceLimits& limits, const SearchSpace& space,
+                                           const std::vector<bool>& done,
+                                           const std::deque<std::size_t>& seeds) {
+  ResultFilter filter;
+  filter.family = family.name();
+  filter.device_id = device_id;
+  filter.ok_only = true;
+  filter.newest = kCachedRows;
+  const std::string hash = family.template_hash(), key = problem.key(), arch = limits.arch();
+  std::vector<ResultRecord> rows;
+  for (auto& r : db.results(filter))
+    if (r.template_hash == hash && r.problem != key && r.time_median_ms > 0)
+      rows.push_back(std::move(r));
+  std::map<std::string, double> best_of;
+  for (const auto& r : rows) {
+    auto [it, fresh] = best_of.emplace(r.problem, r.time_median_ms);
+    if (!fresh) it->second = std::min(it->second, r.time_median_ms);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](const ResultRecord& a, const ResultRecord& b) {
+    return a.time_median_ms / best_of[a.problem] < b.time_median_ms / best_of[b.problem];
+  });
+  std::vector<bool> checked(space.size(), false);
+  std::size_t checks = 0;
+  std::vector<std::size_t> cached;
+  for (const auto& r : rows) {
+    if (checks >= kCachedChecked) break;
+    try {
+      const std::size_t i =
+          space.index_of(family.adapt(family.normalize(parse_config(r.config)), problem, limits));
+      if (i == SearchSpace::npos || done[i] || checked[i]) continue;
+      checked[i] = true;
+      ++checks;
+      if (std::find(seeds.begin(), seeds.end(), i) != seeds.end()) continue;
+      if (db.has_binary(compile_cache_key(family.compile_request(space.at(i), problem, arch))))
+        cached.push_back(i);
+    } catch (const Error&) {
+      // A row this version cannot read: not a candidate.
+    }
+  }
+  return cached;
 }
 
 }  // namespace
@@ -216,10 +264,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         // A row this version cannot read (or a parameter it no longer has): not a seed.
       }
     }
-    // The runtime's answer for this problem (the lookup chain: a prediction from the tuned
-    // problems, the nearest one, the default) and the prediction's next candidates, after this
-    // problem's own winners: a tune starts from what the runtime runs untuned, so it ends no
-    // slower than that, and the runtime's kernel is usually in the binary cache already.
+    // The runtime's answer for this problem, after this problem's own winners.
     if (options.start_from_lookup) {
       const auto from_lookup = lookup_seeds(db, runner.device(), family, problem, space);
       for (std::size_t k = 0; k < from_lookup.size(); ++k)
@@ -257,47 +302,10 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   }
   summary.seeded = seeds.size();
 
-  // Compile each kernel once, and keep the GPU busy from the start: the configurations this GPU
-  // measured for other problems of the family, adapted to this one, whose kernels the binary
-  // cache holds, are what the strategy takes first where it would pick at random (its warm-up).
-  // Best first: by their time over the best of their problem.
+  // Kernels compiled before: what the strategy takes first where it would pick at random.
   if (runner.compiles() && options.reuse_binaries && !options.measure_winners) {
-    ResultFilter filter;
-    filter.family = family.name();
-    filter.device_id = device_id;
-    filter.ok_only = true;
-    filter.newest = kCachedRows;
-    std::vector<ResultRecord> rows;
-    for (auto& r : db.results(filter))
-      if (r.template_hash == hash && r.problem != key && r.time_median_ms > 0)
-        rows.push_back(std::move(r));
-    std::map<std::string, double> best_of;
-    for (const auto& r : rows) {
-      auto [it, fresh] = best_of.emplace(r.problem, r.time_median_ms);
-      if (!fresh) it->second = std::min(it->second, r.time_median_ms);
-    }
-    std::stable_sort(rows.begin(), rows.end(), [&](const ResultRecord& a, const ResultRecord& b) {
-      return a.time_median_ms / best_of[a.problem] < b.time_median_ms / best_of[b.problem];
-    });
-    std::vector<bool> checked(space.size(), false);
-    std::size_t checks = 0;
-    std::vector<std::size_t> cached;
-    const std::string arch = limits.arch();
-    for (const auto& r : rows) {
-      if (checks >= kCachedChecked) break;
-      try {
-        const Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
-        const std::size_t i = space.index_of(to_string(c));
-        if (i == SearchSpace::npos || done[i] || checked[i]) continue;
-        checked[i] = true;
-        ++checks;
-        if (std::find(seeds.begin(), seeds.end(), i) != seeds.end()) continue;
-        if (db.has_binary(compile_cache_key(family.compile_request(space.at(i), problem, arch))))
-          cached.push_back(i);
-      } catch (const Error&) {
-        // A row this version cannot read: not a candidate.
-      }
-    }
+    const std::vector<std::size_t> cached =
+        cached_candidates(db, device_id, family, problem, limits, space, done, seeds);
     summary.cached_first = cached.size();
     strategy->prefer(cached);
   }
