@@ -64,9 +64,10 @@ class EvolveStrategy : public Strategy {
       : space_(space), rng_(seed), taken_(space.size(), false) {
     for (std::size_t i = 0; i < done.size() && i < taken_.size(); ++i)
       if (done[i]) taken_[i] = true, ++taken_count_;
-    for (std::size_t i = 0; i < space.size(); ++i)
-      for (std::size_t p = 0; p < space.names().size(); ++p)
-        values_[space.names()[p]].insert(space.values(i)[p]);
+    for (std::size_t p = 0; p < space.names().size(); ++p) {
+      auto& values = values_[space.names()[p]];
+      for (std::size_t i = 0; i < space.size(); ++i) values.insert(space.values(i)[p]);
+    }
     warmup_ = std::min<std::size_t>(16, std::max<std::size_t>(4, space.size() / 50));
   }
   std::string name() const override { return "evolve"; }

@@ -61,12 +61,43 @@ TuneOptions options(std::size_t evals) {
   return o;
 }
 
+// Two copies whose kernels are the same (an elementwise kernel does not depend on n).
+Problem small_copy() {
+  return Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+}
+Problem large_copy() {
+  return Problem::parse("elementwise", "align=16;dtype=f32;n=16777216;op=copy");
+}
+
+DeviceInfo gpu(const std::string& name, int major, int minor, int sm_count) {
+  DeviceInfo d;
+  d.name = name;
+  d.limits = DeviceLimits::for_arch(major, minor);
+  d.limits.sm_count = sm_count;
+  return d;
+}
+
+// An ok elementwise row of the current template: `config` measured for `key` on `device`.
+void put_ok(Database& db, const DeviceInfo& device, const std::string& key,
+            const std::string& config) {
+  ResultRecord r;
+  r.device_id = db.ensure_device(device);
+  r.family = "elementwise";
+  r.template_hash = find_family("elementwise").template_hash();
+  r.problem = key;
+  r.config = config;
+  r.status = "ok";
+  r.time_median_ms = 1.0;
+  r.metric = 1.0;
+  r.unit = "GB/s";
+  db.put_result(r);
+}
+
 TEST(BinaryReuse, ASecondProblemReadsTheKernelsTheFirstCompiled) {
   testing::TempDir dir;
   Database db(dir.file("t.db"));
   const Family& family = find_family("elementwise");
-  const Problem small = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
-  const Problem large = Problem::parse("elementwise", "align=16;dtype=f32;n=16777216;op=copy");
+  const Problem small = small_copy(), large = large_copy();
 
   SyntheticCompiledRunner first;
   const TuneSummary a = tune(db, first, family, small, options(6));
@@ -103,8 +134,7 @@ TEST(BinaryReuse, ACandidateReadFromTheCacheRunsBeforeOneStillCompiling) {
   testing::TempDir dir;
   Database db(dir.file("t.db"));
   const Family& family = find_family("elementwise");
-  const Problem small = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
-  const Problem large = Problem::parse("elementwise", "align=16;dtype=f32;n=16777216;op=copy");
+  const Problem small = small_copy(), large = large_copy();
   SyntheticCompiledRunner first;
   ASSERT_EQ(tune(db, first, family, small, options(6)).compiled, 6u);
   // Only the last three binaries stay (stored in the order measured): the larger copy proposes
@@ -131,8 +161,7 @@ TEST(BinaryReuse, ANewProblemWarmsUpOnTheKernelsTheCacheHolds) {
   testing::TempDir dir;
   Database db(dir.file("t.db"));
   const Family& family = find_family("elementwise");
-  const Problem small = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
-  const Problem large = Problem::parse("elementwise", "align=16;dtype=f32;n=16777216;op=copy");
+  const Problem small = small_copy(), large = large_copy();
   SyntheticCompiledRunner first;
   ASSERT_EQ(tune(db, first, family, small, options(8)).compiled, 8u);
 
@@ -173,21 +202,7 @@ TEST(LookupSeeds, ATuneStartsFromTheRuntimesAnswer) {
     SCOPED_TRACE(from_lookup);
     testing::TempDir dir;
     Database db(dir.file("t.db"));
-    DeviceInfo h200;
-    h200.name = "NVIDIA H200";
-    h200.limits = DeviceLimits::for_arch(9, 0);
-    h200.limits.sm_count = 132;
-    ResultRecord r;
-    r.device_id = db.ensure_device(h200);
-    r.family = "elementwise";
-    r.template_hash = family.template_hash();
-    r.problem = "align=16;dtype=f32;n=1048576;op=copy";
-    r.config = winner;
-    r.status = "ok";
-    r.time_median_ms = 1.0;
-    r.metric = 1.0;
-    r.unit = "GB/s";
-    db.put_result(r);
+    put_ok(db, gpu("NVIDIA H200", 9, 0, 132), "align=16;dtype=f32;n=1048576;op=copy", winner);
 
     SyntheticCompiledRunner h100;
     TuneOptions o = options(3);
@@ -203,7 +218,7 @@ TEST(BinaryReuse, OffCompilesEverythingAndKeepsNothing) {
   testing::TempDir dir;
   Database db(dir.file("t.db"));
   const Family& family = find_family("elementwise");
-  const Problem p = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  const Problem p = small_copy();
   TuneOptions o = options(4);
   o.reuse_binaries = false;
   SyntheticCompiledRunner runner;
@@ -248,26 +263,9 @@ TEST(Transfer, AProblemStartsFromItsWinnerOnAnotherGpuOfTheArchitecture) {
   Database db(dir.file("t.db"));
   const Family& family = find_family("elementwise");
   const std::string key = "align=16;dtype=f32;n=1048576;op=copy";
-  DeviceInfo h200;
-  h200.name = "NVIDIA H200";
-  h200.limits = DeviceLimits::for_arch(9, 0);
-  DeviceInfo a100;
-  a100.name = "NVIDIA A100-SXM4-80GB";
-  a100.limits = DeviceLimits::for_arch(8, 0);
-  a100.limits.sm_count = 108;
-  auto put = [&](const DeviceInfo& d, const std::string& config) {
-    ResultRecord r;
-    r.device_id = db.ensure_device(d);
-    r.family = "elementwise";
-    r.template_hash = family.template_hash();
-    r.problem = key;
-    r.config = config;
-    r.status = "ok";
-    r.time_median_ms = 1.0;
-    r.metric = 1.0;
-    r.unit = "GB/s";
-    db.put_result(r);
-  };
+  const DeviceInfo h200 = gpu("NVIDIA H200", 9, 0, 0);
+  const DeviceInfo a100 = gpu("NVIDIA A100-SXM4-80GB", 8, 0, 108);
+  auto put = [&](const DeviceInfo& d, const std::string& config) { put_ok(db, d, key, config); };
   const std::string h200_winner = "BLOCK=512,CACHE=1,GRID=8,STRIDE=0,UNROLL=4,VEC=2";
   put(a100, "BLOCK=128,CACHE=0,GRID=0,STRIDE=0,UNROLL=1,VEC=1");  // another architecture
   put(h200, h200_winner);
