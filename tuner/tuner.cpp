@@ -60,9 +60,7 @@ struct Pending {
   std::size_t index;
   std::future<CompileOutcome> outcome;
   Clock::time_point proposed = Clock::now();
-  // 's' a seed, 'p' the strategy, capitals when read from the binary cache; 'c' a cached kernel
-  // run while the GPU would have waited on a compile (the trace)
-  char origin = 's';
+  char origin = 's';  // 's' a seed, 'p' the strategy (the trace)
 };
 
 // $KTUNE_TUNE_TRACE names a file that gets one line per candidate of every tuning run (appended):
@@ -132,36 +130,32 @@ std::vector<std::size_t> lookup_seeds(Database& db, const DeviceInfo& device, co
   return out;
 }
 
-// Compile each kernel once, and keep the GPU busy from the start: the configurations measured on
-// GPUs of this architecture for other problems of the family (the newest kCachedRows ok rows:
-// this GPU's and the shipped presets'), adapted to this one, whose kernels the binary cache holds,
-// up to kCachedChecked distinct ones checked, best of their problem first. Neither done nor a
-// seed.
-std::vector<std::size_t> cached_candidates(Database& db, const Family& family,
-                                           const Problem& problem, const DeviceLimits& limits,
-                                           const SearchSpace& space, const std::vector<bool>& done,
+// Compile each kernel once, and keep the GPU busy from the start: the configurations this GPU
+// measured for other problems of the family (the newest kCachedRows ok rows), adapted to this one,
+// whose kernels the binary cache holds, up to kCachedChecked distinct ones checked, best of their
+// problem first. Neither done nor a seed.
+std::vector<std::size_t> cached_candidates(Database& db, std::int64_t device_id,
+                                           const Family& family, const Problem& problem,
+                                           const DeviceLimits& limits, const SearchSpace& space,
+                                           const std::vector<bool>& done,
                                            const std::deque<std::size_t>& seeds) {
   ResultFilter filter;
   filter.family = family.name();
+  filter.device_id = device_id;
   filter.ok_only = true;
   filter.newest = kCachedRows;
   const std::string hash = family.template_hash(), key = problem.key(), arch = limits.arch();
   std::vector<ResultRecord> rows;
   for (auto& r : db.results(filter))
-    if (r.template_hash == hash && r.problem != key && r.time_median_ms > 0 &&
-        r.device.cc_major == limits.cc_major && r.device.cc_minor == limits.cc_minor)
+    if (r.template_hash == hash && r.problem != key && r.time_median_ms > 0)
       rows.push_back(std::move(r));
-  // Each row against the best of its problem on its GPU.
-  std::map<std::pair<std::int64_t, std::string>, double> best_of;
+  std::map<std::string, double> best_of;
   for (const auto& r : rows) {
-    auto [it, fresh] = best_of.emplace(std::pair(r.device_id, r.problem), r.time_median_ms);
+    auto [it, fresh] = best_of.emplace(r.problem, r.time_median_ms);
     if (!fresh) it->second = std::min(it->second, r.time_median_ms);
   }
-  auto relative = [&](const ResultRecord& r) {
-    return r.time_median_ms / best_of[std::pair(r.device_id, r.problem)];
-  };
   std::stable_sort(rows.begin(), rows.end(), [&](const ResultRecord& a, const ResultRecord& b) {
-    return relative(a) < relative(b);
+    return a.time_median_ms / best_of[a.problem] < b.time_median_ms / best_of[b.problem];
   });
   std::vector<bool> checked(space.size(), false);
   std::size_t checks = 0;
@@ -308,11 +302,10 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   }
   summary.seeded = seeds.size();
 
-  // Kernels compiled before: what the strategy takes first where it would pick at random, and
-  // what the GPU runs while it would otherwise wait on a compile.
-  std::vector<std::size_t> cached;
+  // Kernels compiled before: what the strategy takes first where it would pick at random.
   if (runner.compiles() && options.reuse_binaries && !options.measure_winners) {
-    cached = cached_candidates(db, family, problem, limits, space, done, seeds);
+    const std::vector<std::size_t> cached =
+        cached_candidates(db, device_id, family, problem, limits, space, done, seeds);
     summary.cached_first = cached.size();
     strategy->prefer(cached);
   }
@@ -352,29 +345,9 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::size_t planned = options.max_evals ? std::min(options.max_evals, remaining) : remaining;
   if (options.measure_winners) planned = std::min(planned, seeds.size());
   std::size_t proposed = 0, strategy_proposed = 0;
-  std::vector<bool> queued(space.size(), false);  // proposed, seeded or run from the cache
-  std::size_t next_cached = 0;                    // of `cached`, the next to consider
   std::atomic<double> compile_seconds{0};
   std::atomic<std::size_t> compiled{0};
   std::size_t stored_binaries = 0;
-
-  // The binary cache's kernel for `request`, as a compile outcome that is ready now.
-  auto from_cache =
-      [&](const CompileRequest& request) -> std::optional<std::future<CompileOutcome>> {
-    // The store is read here, on the loop's thread, which alone uses the database.
-    std::string cache_key = compile_cache_key(request);
-    CompileResult stored;
-    auto binary = db.find_binary(cache_key);
-    if (!binary || !from_cached_binary(std::move(*binary), stored)) return std::nullopt;
-    CompileOutcome out;
-    out.key = std::move(cache_key);
-    out.result = std::move(stored);
-    out.reused = true;
-    ++summary.reused;
-    std::promise<CompileOutcome> ready;
-    ready.set_value(std::move(out));
-    return ready.get_future();
-  };
 
   Clock::time_point loop_started;  // set as the loop starts, before the first refill
   auto refill = [&] {
@@ -400,7 +373,6 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       }
       if (!next) break;
       ++proposed;
-      queued[*next] = true;
       if (!runner.compiles()) {
         std::promise<CompileOutcome> ready;
         ready.set_value(CompileOutcome{});
@@ -408,13 +380,23 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         continue;
       }
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);
+      std::string cache_key = compile_cache_key(request);
       if (options.reuse_binaries) {
-        if (auto ready = from_cache(request)) {
-          queue.push_back({*next, std::move(*ready), Clock::now(), origin == 's' ? 'S' : 'P'});
+        // The store is read here, on the loop's thread, which alone uses the database.
+        CompileOutcome out;
+        CompileResult stored;
+        if (auto binary = db.find_binary(cache_key);
+            binary && from_cached_binary(std::move(*binary), stored)) {
+          out.key = std::move(cache_key);
+          out.result = std::move(stored);
+          out.reused = true;
+          ++summary.reused;
+          std::promise<CompileOutcome> ready;
+          ready.set_value(std::move(out));
+          queue.push_back({*next, ready.get_future(), Clock::now(), origin == 's' ? 'S' : 'P'});
           continue;
         }
       }
-      std::string cache_key = compile_cache_key(request);
       queue.push_back(
           {*next,
            pool.submit([request = std::move(request), cache_key = std::move(cache_key),
@@ -459,19 +441,6 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     auto ready = std::find_if(queue.begin(), queue.end(), [](const Pending& p) {
       return p.outcome.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     });
-    // None is: rather than wait, the GPU runs a kernel of another problem's candidate that the
-    // binary cache holds (beyond the evaluation budget, which counts what the strategy proposes).
-    while (ready == queue.end() && next_cached < cached.size()) {
-      const std::size_t i = cached[next_cached++];
-      if (queued[i] || done[i]) continue;
-      if (auto outcome = from_cache(family.compile_request(space.at(i), problem, arch))) {
-        queued[i] = true;
-        strategy->seed(i);  // never proposed again; its outcome arrives through observe()
-        ++summary.filled;
-        queue.push_front({i, std::move(*outcome), Clock::now(), 'c'});
-        ready = queue.begin();
-      }
-    }
     if (ready == queue.end()) ready = queue.begin();
     Pending pending = std::move(*ready);
     queue.erase(ready);
@@ -568,8 +537,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     } else {
       ++summary.failed;
     }
-    progress.update(summary.evaluated - summary.filled, planned, best_this_run,
-                    seconds_since(started));
+    progress.update(summary.evaluated, planned, best_this_run, seconds_since(started));
     if (queue.empty() && proposed >= planned && planned < remaining)
       summary.stop_reason = "evaluation budget";
     if (options.patience > 0 && since_improvement >= options.patience) {

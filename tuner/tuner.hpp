@@ -73,12 +73,9 @@ struct TuneSummary {
   std::size_t compiled = 0;    // NVRTC compiles (candidates proposed, run or not)
   std::size_t reused = 0;      // candidates read from the binary cache instead
   std::size_t compile_threads = 0;
-  double gpu_wait_seconds = 0;    // the GPU thread waiting for a compile
-  double first_wait_seconds = 0;  // of which until the first kernel this run compiled
-  std::size_t cached_first = 0;   // kernels of other problems' candidates taken first
-  // Of those, run while the GPU would have waited on a compile: beyond max_evals, which counts
-  // what the strategy proposes (they are in `evaluated`, and in `reused`).
-  std::size_t filled = 0;
+  double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
+  double first_wait_seconds = 0;     // of which until the first kernel this run compiled
+  std::size_t cached_first = 0;      // kernels of other problems' candidates taken first
   int worker_restarts = 0;           // workers replaced after a fault or a timeout
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
 };

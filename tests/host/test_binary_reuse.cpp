@@ -191,42 +191,6 @@ TEST(BinaryReuse, ANewProblemWarmsUpOnTheKernelsTheCacheHolds) {
   ASSERT_EQ(tune(fresh, alone, family, large, o).cached_first, 0u);
 }
 
-// When no compile in flight is ready, the GPU runs another cached kernel instead of waiting: the
-// candidates the strategy's warm-up left (the model's warm-up takes 16), beyond the budget, each
-// once. The synthetic runner measures at once, so the loop outruns the first NVRTC compile.
-TEST(BinaryReuse, TheGpuRunsCachedKernelsWhileCompilesArePending) {
-  testing::TempDir dir;
-  Database db(dir.file("t.db"));
-  const Family& family = find_family("elementwise");
-  SyntheticCompiledRunner first;
-  ASSERT_EQ(tune(db, first, family, small_copy(), options(40)).evaluated, 40u);
-
-  SyntheticCompiledRunner second;
-  TuneOptions o = options(20);
-  o.strategy = "model";
-  o.seed = 7;
-  const TuneSummary b = tune(db, second, family, large_copy(), o);
-  EXPECT_GT(b.cached_first, 16u);
-  EXPECT_GE(b.filled, 1u);
-  EXPECT_LE(b.filled, b.cached_first - 16);
-  EXPECT_EQ(b.evaluated, 20u + b.filled);
-  EXPECT_EQ(b.reused + b.compiled, b.evaluated);
-  EXPECT_EQ(second.measured.size(), b.evaluated);
-  std::vector<std::string> distinct(second.measured);
-  std::sort(distinct.begin(), distinct.end());
-  EXPECT_EQ(std::unique(distinct.begin(), distinct.end()), distinct.end());
-
-  // Resumed with a larger budget, the run proposes none of them again.
-  SyntheticCompiledRunner third;
-  o.max_evals = 10;
-  const TuneSummary c = tune(db, third, family, large_copy(), o);
-  EXPECT_EQ(c.already_done, b.evaluated);
-  for (const auto& config : third.measured)
-    EXPECT_EQ(std::find(second.measured.begin(), second.measured.end(), config),
-              second.measured.end())
-        << config;
-}
-
 // A tune starts from the runtime's answer for its problem: here the lookup chain's
 // same-architecture step, a winner of another problem on another GPU of the architecture, which no
 // transfer seed would have proposed (seeds from other GPUs are of the same problem only).
