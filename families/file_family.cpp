@@ -180,6 +180,8 @@ struct Spec {
   Config defaults;
   std::vector<Problem> check, tune;
   std::string hashed;  // what the template hash covers besides the sources
+  // A built-in family's data: its C++ launches, verifies and defaults, and gives the sources.
+  bool builtin = false;
 };
 
 // Errors while reading: "FILE:LINE: key 'a.b': what".
@@ -495,9 +497,10 @@ void check_ascii_outside_strings(const std::string& text, const std::string& pat
 }
 
 Spec read_spec(const std::string& path, const std::string& text,
-               const std::string* source_text = nullptr) {
+               const std::string* source_text = nullptr, bool builtin = false) {
   Spec spec;
   spec.path = path;
+  spec.builtin = builtin;
   spec.folder = fs::absolute(path).parent_path().string();
   Reader r(path);
   toml::table root;
@@ -509,9 +512,14 @@ Spec read_spec(const std::string& path, const std::string& text,
                                                  ":" + std::to_string(e.source().begin.column) +
                                                  ": " + std::string(e.description()));
   }
-  r.only(root, "",
-         {"name", "description", "source", "options", "kernel", "axes", "derived", "parameter",
-          "constraint", "launch", "argument", "verify", "metric", "default", "check", "tune"});
+  if (builtin)  // what the C++ beside the file says is not written twice
+    r.only(root, "",
+           {"name", "description", "source", "kernel", "axes", "derived", "parameter", "constraint",
+            "metric", "check", "tune"});
+  else
+    r.only(root, "",
+           {"name", "description", "source", "options", "kernel", "axes", "derived", "parameter",
+            "constraint", "launch", "argument", "verify", "metric", "default", "check", "tune"});
 
   spec.name = r.text(root, "", "name");
   if (!valid_name(spec.name))
@@ -523,16 +531,19 @@ Spec read_spec(const std::string& path, const std::string& text,
   if (spec.source_name.find("..") != std::string::npos || spec.source_name.empty() ||
       spec.source_name.front() == '/')
     r.fail(root.get("source"), "source", "a file name relative to the family file's folder");
-  try {
-    if (source_text && source_text->size() > kMaxFileBytes)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "source text: larger than " + std::to_string(kMaxFileBytes) + " bytes");
-    spec.source = source_text
-                      ? *source_text
-                      : read_text((fs::path(spec.folder) / spec.source_name).string(), "source");
-    read_headers(spec.folder, spec.source, 0, spec.headers, spec.source_name);
-  } catch (const Error& e) {
-    r.fail(root.get("source"), "source", e.what());
+  // (A built-in family's sources are embedded in the library: Family::sources reads them.)
+  if (!builtin) {
+    try {
+      if (source_text && source_text->size() > kMaxFileBytes)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "source text: larger than " + std::to_string(kMaxFileBytes) + " bytes");
+      spec.source = source_text
+                        ? *source_text
+                        : read_text((fs::path(spec.folder) / spec.source_name).string(), "source");
+      read_headers(spec.folder, spec.source, 0, spec.headers, spec.source_name);
+    } catch (const Error& e) {
+      r.fail(root.get("source"), "source", e.what());
+    }
   }
   if (const toml::node* n = root.get("options")) {
     for (const auto& o : r.array(n, "options")) {
@@ -639,14 +650,15 @@ Spec read_spec(const std::string& path, const std::string& text,
     }
   }
 
-  {
+  if (!builtin) {
     const auto& launch = r.table(r.need(root, "", "launch"), "launch");
     r.only(launch, "launch.", {"grid", "block", "shared"});
     spec.launch = read_geometry(r, launch, "launch.", names, false);
   }
 
   // Arguments in the kernel's order.
-  for (const auto& node : r.array(r.need(root, "", "argument"), "argument")) {
+  static const toml::array kNone;
+  for (const auto& node : builtin ? kNone : r.array(r.need(root, "", "argument"), "argument")) {
     const auto& t = r.table(&node, "argument");
     Argument a;
     a.name = r.text(t, "argument.", "name");
@@ -687,12 +699,12 @@ Spec read_spec(const std::string& path, const std::string& text,
       r.fail(&node, key, "a second argument of that name");
     spec.arguments.push_back(std::move(a));
   }
-  if (std::none_of(spec.arguments.begin(), spec.arguments.end(),
-                   [](const Argument& a) { return a.buffer && a.output; }))
+  if (!builtin && std::none_of(spec.arguments.begin(), spec.arguments.end(),
+                               [](const Argument& a) { return a.buffer && a.output; }))
     r.fail(root.get("argument"), "argument", "no output buffer to verify");
 
   // Verification: a reference kernel from the same sources, and a tolerance.
-  {
+  if (!builtin) {
     const toml::node* n = r.need(root, "", "verify");
     const auto& t = r.table(n, "verify");
     r.only(t, "verify.", {"reference", "grid", "block", "shared", "tolerance"});
@@ -742,7 +754,7 @@ Spec read_spec(const std::string& path, const std::string& text,
   }
 
   // The default configuration: every parameter, a listed value.
-  {
+  if (!builtin) {
     const toml::node* n = r.need(root, "", "default");
     const auto& t = r.table(n, "default");
     for (auto&& [k, v] : t) {
@@ -975,6 +987,7 @@ class FileFamily final : public Family {
         return k.why + " (the rule cannot be evaluated: " + e.what() + ")";
       }
     }
+    if (spec_.builtin) return {};  // its C++ checks the launch
     try {
       return geometry_problem(eval_dims(spec_.launch.grid, s), eval_dims(spec_.launch.block, s),
                               spec_.launch.shared.eval_int(s.scope()), limits);
@@ -1019,6 +1032,9 @@ class FileFamily final : public Family {
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
                                           KernelCache& cache) const override {
+    if (spec_.builtin)
+      throw Error(ErrorCode::kInternal,
+                  spec_.name + ": a built-in family's C++ makes its workload");
     return std::make_unique<FileWorkload>(*this, spec_, p, device, cache);
   }
 
@@ -1035,6 +1051,7 @@ class FileFamily final : public Family {
   }
   std::optional<LaunchPlan> launch_plan(const Config& c, const Problem& p,
                                         const DeviceLimits& limits) const override {
+    if (spec_.builtin) return std::nullopt;  // launched through its typed calls
     Scope s(spec_, &c, p, &limits);
     const Dims grid = eval_dims(spec_.launch.grid, s), block = eval_dims(spec_.launch.block, s);
     const std::int64_t shared = spec_.launch.shared.eval_int(s.scope());
@@ -1064,6 +1081,7 @@ class FileFamily final : public Family {
   }
 
   std::vector<std::string> reference_names(const Problem& p) const override {
+    if (spec_.builtin) return {};
     Scope s(spec_, nullptr, p, nullptr);
     return {spec_.reference.render(s.scope())};
   }
@@ -1321,6 +1339,11 @@ std::unique_ptr<Family> load_family_file(const std::string& path) {
 std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path,
                                           const std::string* source_text) {
   return make_family(read_spec(path, text, source_text));
+}
+
+std::unique_ptr<Family> parse_builtin_family_file(const std::string& text,
+                                                  const std::string& path) {
+  return make_family(read_spec(path, text, nullptr, /*builtin=*/true));
 }
 
 }  // namespace ktune

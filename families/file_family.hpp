@@ -21,6 +21,15 @@ std::unique_ptr<Family> load_family_file(const std::string& path);
 std::unique_ptr<Family> parse_family_file(const std::string& text, const std::string& path,
                                           const std::string* source_text = nullptr);
 
+// A built-in family's file (families/<name>/<name>.family.toml, embedded in the library): its
+// name, description, axes, derived values, parameters, constraints, kernel name, metric and
+// problems, as data. The C++ family beside it gives what data cannot say (the launch, the workload
+// and its verification, the default configuration), the sources and the template hash (its
+// sources and descriptor version, as before family files existed), and uses this one for the
+// rest. Such a file has no options, [launch], [[argument]], [verify] or [default]: they are said
+// once, in the C++. Throws like parse_family_file.
+std::unique_ptr<Family> parse_builtin_family_file(const std::string& text, const std::string& path);
+
 // The arguments of a family file's workload (made by make_workload, after prepare()) as
 // Runtime::launch takes them: for timing launch() against a raw launch of the same kernel.
 std::vector<Arg> file_workload_args(const Workload& workload);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "families/family.hpp"
+#include "families/file_family.hpp"
 #include "ktune/error.hpp"
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
@@ -58,60 +59,44 @@ std::int64_t get(const Config& c, const char* name) {
 
 class ElementwiseWorkload;
 
+// The family's data (axes, parameters, constraints, kernel name, metric, problems) is its family
+// file, elementwise.family.toml; this class adds what data cannot say: the launch (the occupancy
+// API for BLOCK=0), the workload with its guard-poisoned outputs and bitwise check, the default
+// configuration, the rules on a problem's alignment, and the register check of a compiled kernel.
 class ElementwiseFamily final : public Family {
  public:
-  ElementwiseFamily() {
-    params_ = {
-        {"BLOCK", {0, 128, 256, 512, 1024}, "threads per block; 0 = the occupancy API's choice"},
-        {"GRID", {0, 1, 2, 4, 8, 16, 32}, "blocks per SM; 0 = one thread per VEC*UNROLL elements"},
-        {"STRIDE", {0, 1}, "1 = grid-stride loop; 0 = each block copies one contiguous chunk"},
-        {"UNROLL", {1, 2, 4, 8}, "accesses each thread keeps in flight per loop step"},
-        {"VEC", {1, 2, 4}, "elements per access (16 bytes at most); scalar path when unaligned"},
-        {"CACHE", {0, 1}, "1 = streaming loads/stores (.cs, evict-first)"},
-    };
+  ElementwiseFamily()
+      : data_(parse_builtin_family_file(template_source("elementwise.family.toml"),
+                                        "families/elementwise/elementwise.family.toml")) {}
+  std::string name() const override { return data_->name(); }
+  std::string description() const override { return data_->description(); }
+  std::string source_file() const override { return data_->source_file(); }
+  const std::vector<Param>& params() const override { return data_->params(); }
+  std::string metric_unit() const override { return data_->metric_unit(); }
+  std::optional<double> work_of(const Problem& p, const DeviceLimits& limits) const override {
+    validate(p);
+    return data_->work_of(p, limits);
   }
-  std::string name() const override { return "elementwise"; }
-  std::string description() const override { return "copy, vector add and split complex copy"; }
-  std::string source_file() const override { return "elementwise.cuh"; }
-  const std::vector<Param>& params() const override { return params_; }
-  std::string metric_unit() const override { return "GB/s"; }
-
-  std::vector<Problem> check_problems() const override {
-    std::vector<Problem> out;
-    for (auto op : {ElementwiseOp::kCopy, ElementwiseOp::kAdd, ElementwiseOp::kComplexCopy})
-      for (const char* dtype : {"f32", "f64"})
-        out.push_back(elementwise_problem(op, dtype, 1 << 20, 16));
-    return out;
+  std::vector<std::string> describe_axes() const override { return data_->describe_axes(); }
+  std::vector<std::string> describe_constraints() const override {
+    return data_->describe_constraints();
   }
-  std::vector<Problem> default_problems() const override {
-    return {elementwise_problem(ElementwiseOp::kCopy, "f32", 256ull << 20, 16),
-            elementwise_problem(ElementwiseOp::kAdd, "f32", 256ull << 20, 16)};
-  }
+  std::vector<Problem> check_problems() const override { return data_->check_problems(); }
+  std::vector<Problem> default_problems() const override { return data_->default_problems(); }
 
   void validate(const Problem& p) const override {
-    parse_op(p.attr("op"));
-    int bytes = dtype_bytes(p.attr("dtype"));
-    if (p.size("n") < 0) throw Error(ErrorCode::kInvalidArgument, "elementwise: n must be >= 0");
-    std::int64_t align = p.size("align");
+    data_->validate(p);
+    const std::int64_t align = p.size("align");
     if (align != 4 && align != 8 && align != 16)
       throw Error(ErrorCode::kInvalidArgument, "elementwise: align must be 4, 8 or 16 bytes");
-    if (align < bytes)
+    if (align < dtype_bytes(p.attr("dtype")))
       throw Error(ErrorCode::kInvalidArgument, "elementwise: align " + std::to_string(align) +
                                                    " is below the element size of " +
                                                    p.attr("dtype"));
-    if (p.attrs.size() != 2 || p.sizes.size() != 2)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "elementwise: a problem has exactly op, dtype, n and align");
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
-    const int bytes = dtype_bytes(p.attr("dtype"));
-    if (get(c, "VEC") * bytes > 16) return "VEC * element size exceeds 16 bytes";
-    if (get(c, "GRID") == 0 && get(c, "STRIDE") == 1)
-      return "a grid of one thread per element needs no grid-stride loop (same as STRIDE=0)";
-    if (get(c, "BLOCK") > limits.max_threads_per_block)
-      return "BLOCK exceeds the device's threads per block";
-    return {};
+    return data_->reject(c, p, limits);
   }
 
   std::string reject_compiled(const Config& c, const Problem&, const DeviceLimits& limits,
@@ -131,11 +116,7 @@ class ElementwiseFamily final : public Family {
   }
 
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    const int op = static_cast<int>(parse_op(p.attr("op")));
-    return {"ktune::elementwise_kernel<" + std::to_string(op) + ", " +
-            cuda_type(dtype_bytes(p.attr("dtype"))) + ", " + std::to_string(get(c, "VEC")) + ", " +
-            std::to_string(get(c, "UNROLL")) + ", " + std::to_string(get(c, "STRIDE")) + ", " +
-            std::to_string(get(c, "CACHE")) + ">"};
+    return data_->name_expressions(c, p);
   }
 
   Config default_config(const Problem& p, const DeviceLimits&) const override {
@@ -153,7 +134,7 @@ class ElementwiseFamily final : public Family {
                                           KernelCache& cache) const override;
 
  private:
-  std::vector<Param> params_;
+  std::unique_ptr<Family> data_;
 };
 
 class ElementwiseWorkload final : public Workload {
@@ -164,8 +145,8 @@ class ElementwiseWorkload final : public Workload {
         op_(parse_op(p.attr("op"))),
         bytes_(dtype_bytes(p.attr("dtype"))),
         n_(static_cast<std::uint64_t>(p.size("n"))),
-        align_(static_cast<int>(p.size("align"))) {
-    family.validate(p);
+        align_(static_cast<int>(p.size("align"))),
+        work_(*family.work_of(p, device.limits())) {
     const std::uint64_t alloc = (n_ + 2 * kGuard) * bytes_ + 16;
     const std::uint64_t offset = kGuard * bytes_ + (align_ == 16 ? 0 : align_);
     for (int i = 0; i < reads_of(op_); ++i) inputs_.emplace_back(alloc);
@@ -225,9 +206,7 @@ class ElementwiseWorkload final : public Workload {
     return std::to_string(host[0]) + " wrong element(s), " + where;
   }
 
-  double work() const override {
-    return static_cast<double>(n_) * bytes_ * (reads_of(op_) + writes_of(op_));
-  }
+  double work() const override { return work_; }
   const ElementwiseCall& call() const { return call_; }
   std::size_t bytes() const override {
     std::size_t b = 0;
@@ -242,6 +221,7 @@ class ElementwiseWorkload final : public Workload {
   int bytes_;
   std::uint64_t n_;
   int align_;
+  double work_;  // bytes moved per run (the family file's metric)
   std::vector<detail::DeviceBuffer> inputs_, outputs_;
   detail::DeviceBuffer result_;
   ElementwiseCall call_;

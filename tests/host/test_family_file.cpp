@@ -8,8 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/util.hpp"
 #include "db/database.hpp"
 #include "families/file_family.hpp"
+#include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "run_cli.hpp"
 #include "runtime/lookup.hpp"
@@ -345,6 +347,81 @@ TEST(FamilyFile, TheLookupChainAnswersAnUntunedProblemFromTheNearest) {
         lookup_config(&db, h100, *f, f->make_problem({{"n", 3000000}}, {}), predict);
     EXPECT_EQ(l.step, LookupStep::kNearest);
     EXPECT_EQ(l.config, winner);
+  }
+}
+
+// The built-in elementwise family is its family file plus C++: what a user's file declares
+// (parameters, axes, constraints, kernel name, metric, problems) comes from
+// families/elementwise/elementwise.family.toml, and the kernels are named as before it was one.
+TEST(BuiltinFamilyFile, ElementwiseTakesItsDataFromItsFile) {
+  const Family& ew = find_family("elementwise");
+  const std::string path =
+      std::string(KTUNE_SOURCE_DIR) + "/families/elementwise/elementwise.family.toml";
+  auto data = parse_builtin_family_file(read(path), path);
+  ASSERT_EQ(ew.params().size(), data->params().size());
+  for (std::size_t i = 0; i < ew.params().size(); ++i) {
+    EXPECT_EQ(ew.params()[i].name, data->params()[i].name);
+    EXPECT_EQ(ew.params()[i].values, data->params()[i].values);
+    EXPECT_EQ(ew.params()[i].help, data->params()[i].help);
+  }
+  EXPECT_EQ(ew.describe_axes(), data->describe_axes());
+  EXPECT_EQ(ew.describe_constraints(), data->describe_constraints());
+  EXPECT_EQ(ew.check_problems().size(), 6u);  // every op and type
+  EXPECT_EQ(ew.origin(), "built-in");
+
+  // Kernel names (and so compiled kernels and binary-cache keys) as the C++ wrote them.
+  const DeviceLimits h100 = DeviceLimits::for_arch(9, 0);
+  const Problem copy = ew.parse_problem("align=16;dtype=f32;n=1000;op=copy");
+  const Problem cc = ew.parse_problem("align=8;dtype=f64;n=1000;op=complex_copy");
+  Config c = {{"BLOCK", 256}, {"GRID", 8}, {"STRIDE", 1}, {"UNROLL", 2}, {"VEC", 4}, {"CACHE", 1}};
+  EXPECT_EQ(ew.name_expressions(c, copy),
+            std::vector<std::string>{"ktune::elementwise_kernel<0, float, 4, 2, 1, 1>"});
+  EXPECT_EQ(ew.reject(c, cc, h100), "VEC * element size exceeds 16 bytes");
+  c["VEC"] = 2;
+  EXPECT_EQ(ew.name_expressions(c, cc),
+            std::vector<std::string>{"ktune::elementwise_kernel<2, double, 2, 2, 1, 1>"});
+  // The metric's bytes: complex_copy reads two buffers and writes two.
+  EXPECT_EQ(*ew.work_of(cc, h100), 4.0 * 1000 * 8);
+  EXPECT_EQ(*ew.work_of(copy, h100), 2.0 * 1000 * 4);
+  // The C++ keeps the rules on a problem's alignment.
+  EXPECT_THROW(ew.parse_problem("align=4;dtype=f64;n=1;op=copy"), Error);
+  EXPECT_THROW(ew.parse_problem("align=12;dtype=f32;n=1;op=copy"), Error);
+}
+
+// A built-in family's template hash covers its sources and descriptor version, as before its
+// family file existed, so that the shipped presets stay its results. What the file declares that
+// changes a configuration's meaning (the kernel name, parameters, derived values) is held here to
+// that version: a change fails this test until the version is bumped (and the presets re-tuned).
+TEST(BuiltinFamilyFile, ElementwiseDeclarationsAreHeldToItsTemplateHash) {
+  const std::string path =
+      std::string(KTUNE_SOURCE_DIR) + "/families/elementwise/elementwise.family.toml";
+  auto data = parse_builtin_family_file(read(path), path);
+  EXPECT_EQ(Hasher().add(data->sources().hashed).hex(), "333ece55e68bd58a7c930df3dfe20519")
+      << "elementwise.family.toml changed what a configuration means: bump "
+         "ElementwiseFamily::descriptor_version(), then pin the new digest and hash here";
+  EXPECT_EQ(find_family("elementwise").template_hash(), "6447c93b7c9acf06");
+  // The shipped presets hold results of this template.
+  EXPECT_NE(read(std::string(KTUNE_SOURCE_DIR) + "/db/presets/nvidia-h200.json")
+                .find("\"template_hash\": \"6447c93b7c9acf06\""),
+            std::string::npos);
+}
+
+// A built-in family's file says each rule once: the launch, arguments, verification and default
+// are its C++'s, and a key the C++ owns is refused.
+TEST(BuiltinFamilyFile, RefusesWhatItsCppSays) {
+  const std::string path =
+      std::string(KTUNE_SOURCE_DIR) + "/families/elementwise/elementwise.family.toml";
+  const std::string text = read(path);
+  for (const char* extra : {"[launch]\ngrid = [1]\nblock = [1]\n", "[default]\nBLOCK = 0\n",
+                            "options = [\"-lineinfo\"]\n"}) {
+    try {
+      parse_builtin_family_file(std::string(extra) + text, path);
+      ADD_FAILURE() << "accepted " << extra;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("elementwise.family.toml"), std::string::npos)
+          << e.what();
+    }
   }
 }
 
