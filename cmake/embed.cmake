@@ -1,6 +1,7 @@
 # Turns files (CUDA templates, shipped presets) into a C++ source with one byte array each (like
 # CUTLASS's bin2hex). Inputs: OUTPUT (the .cpp to write), INPUTS (list of files, may be empty),
-# NAMESPACE (inside ktune::, default "embedded"). Looked up by file name, or listed, at run time.
+# NAMESPACE (inside ktune::, default "embedded"). Looked up by file name, or listed, at run time,
+# each with the SHA-256 of its content.
 if(NOT NAMESPACE)
   set(NAMESPACE embedded)
 endif()
@@ -10,18 +11,20 @@ set(index 0)
 foreach(input IN LISTS INPUTS)
   get_filename_component(name "${input}" NAME)
   file(READ "${input}" hex HEX)
+  # Computed here, not at run time: a database open compares it with what it loaded before.
+  file(SHA256 "${input}" digest)
   string(LENGTH "${hex}" hex_length)
   math(EXPR size "${hex_length} / 2")
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
   string(REGEX REPLACE "(0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],0x[0-9a-f][0-9a-f],)" "\\1\n" bytes "${bytes}")
   string(APPEND body "const char kFile${index}[] = {\n${bytes}0};\n")
-  string(APPEND table "    {\"${name}\", std::string_view(kFile${index}, ${size})},\n")
+  string(APPEND table "    {\"${name}\", std::string_view(kFile${index}, ${size}), \"${digest}\"},\n")
   math(EXPR index "${index} + 1")
 endforeach()
 # std::array, not a C array: an empty input list (no presets yet) must still compile.
-string(APPEND body "struct Entry { std::string_view name; std::string_view text; };\nconst std::array<Entry, ${index}> kEntries = {{\n${table}}};\n}  // namespace\n\n")
+string(APPEND body "struct Entry { std::string_view name; std::string_view text; std::string_view digest; };\nconst std::array<Entry, ${index}> kEntries = {{\n${table}}};\n}  // namespace\n\n")
 string(APPEND body "std::string_view find(std::string_view name) {\n  for (const auto& e : kEntries)\n    if (e.name == name) return e.text;\n  return {};\n}\n\n")
-string(APPEND body "std::size_t count() { return kEntries.size(); }\nstd::string_view name(std::size_t i) { return kEntries.at(i).name; }\nstd::string_view text(std::size_t i) { return kEntries.at(i).text; }\n\n")
+string(APPEND body "std::size_t count() { return kEntries.size(); }\nstd::string_view name(std::size_t i) { return kEntries.at(i).name; }\nstd::string_view text(std::size_t i) { return kEntries.at(i).text; }\nstd::string_view digest(std::size_t i) { return kEntries.at(i).digest; }\n\n")
 string(APPEND body "}  // namespace ktune::${NAMESPACE}\n")
 file(WRITE "${OUTPUT}.tmp" "${body}")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

@@ -32,6 +32,7 @@ namespace presets {
 std::size_t count();
 std::string_view name(std::size_t i);
 std::string_view text(std::size_t i);
+std::string_view digest(std::size_t i);
 }  // namespace presets
 
 namespace fs = std::filesystem;
@@ -994,26 +995,25 @@ PresetSummary load_presets(Database& db,
   return s;
 }
 
-std::vector<std::pair<std::string, std::string_view>> shipped_presets() {
-  std::vector<std::pair<std::string, std::string_view>> out;
+std::vector<ShippedPreset> shipped_presets() {
+  std::vector<ShippedPreset> out;
   for (std::size_t i = 0; i < presets::count(); ++i)
-    out.emplace_back(std::string(presets::name(i)), presets::text(i));
+    out.push_back({std::string(presets::name(i)), presets::text(i), presets::digest(i)});
   return out;
 }
-
-std::string preset_digest(std::string_view text) { return Hasher().add(text).hex(); }
 
 PresetSummary load_new_presets(Database& db) {
   if (db.read_only()) return {};
   const std::map<std::string, std::string> have = db.preset_digests();
   std::vector<std::pair<std::string, std::string_view>> todo;
   std::vector<std::string> digests;
-  for (const auto& [name, text] : shipped_presets()) {
-    std::string digest = preset_digest(text);
-    auto it = have.find(name);
-    if (it != have.end() && it->second == digest) continue;
-    todo.emplace_back(name, text);
-    digests.push_back(std::move(digest));
+  // The digests were computed at build time: hashing megabytes of presets at every open would
+  // cost the runtime's first call milliseconds.
+  for (const auto& preset : shipped_presets()) {
+    auto it = have.find(preset.name);
+    if (it != have.end() && it->second == preset.digest) continue;
+    todo.emplace_back(preset.name, preset.text);
+    digests.emplace_back(preset.digest);
   }
   if (todo.empty()) return {};
   PresetSummary s = load_presets(db, todo);

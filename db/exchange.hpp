@@ -159,10 +159,14 @@ struct PresetSummary {
 // so a re-tune after an upgrade starts from the shipped winners. Database errors still throw.
 PresetSummary load_presets(Database& db,
                            const std::vector<std::pair<std::string, std::string_view>>& presets);
-// The presets embedded at build time from db/presets/*.json.
-std::vector<std::pair<std::string, std::string_view>> shipped_presets();
-// Identifies a preset's text, recorded in the database when it is loaded.
-std::string preset_digest(std::string_view text);
+// The presets embedded at build time from db/presets/*.json; the digest (the SHA-256 of the text,
+// computed at build time) is recorded in the database when a preset is loaded.
+struct ShippedPreset {
+  std::string name;
+  std::string_view text;
+  std::string_view digest;
+};
+std::vector<ShippedPreset> shipped_presets();
 // Loads every shipped preset this database has not loaded in its current form: all of them into
 // a new database, and after an upgrade of ktune the presets that changed. Nothing for a
 // read-only database.

@@ -403,8 +403,7 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       // measurements, so the predicted step (the nearest measurement of each kernel) can answer
       // with nothing else. With the presets, measurements of problems nearer than the pinned
       // ones won, and the odd shapes ran other configurations than the pinned one.
-      for (const auto& [name, text] : shipped_presets())
-        db.record_preset(name, preset_digest(text));
+      for (const auto& p : shipped_presets()) db.record_preset(p.name, std::string(p.digest));
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
           // Split-K needs few tiles; SWIZZLE=8 needs more than 8 rows of tiles.

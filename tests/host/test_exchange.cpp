@@ -947,20 +947,21 @@ TEST(Presets, EachIsLoadedOnceAndAgainWhenAnUpgradeChangesIt) {
   EXPECT_EQ(load_new_presets(again).presets, 0u);  // loaded in this form already
   // The database loaded an earlier version of a preset (another digest): an upgraded ktune
   // brings the new one in at its next open.
-  const std::string name = shipped_presets().front().first;
+  const std::string name = shipped_presets().front().name;
   again.record_preset(name, "0123456789abcdef0123456789abcdef");
   PresetSummary s = load_new_presets(again);
   EXPECT_EQ(s.presets, 1u);
   EXPECT_EQ(s.loaded, 1u);
-  EXPECT_EQ(again.preset_digests().at(name), preset_digest(shipped_presets().front().second));
+  EXPECT_EQ(again.preset_digests().at(name), shipped_presets().front().digest);
+  EXPECT_EQ(shipped_presets().front().digest.size(), 64u);  // SHA-256, in hex
   // A database of an earlier schema (v3: presets loaded but not recorded) gets them recorded.
   EXPECT_EQ(load_new_presets(again).presets, 0u);
 }
 
 TEST(Presets, EveryShippedPresetIsAValidDocument) {
   // Entries of an older template are kept as seeds, but every preset must pass validation.
-  for (const auto& [name, text] : shipped_presets())
-    EXPECT_NO_THROW(parse_results(text, "preset " + name)) << name;
+  for (const auto& p : shipped_presets())
+    EXPECT_NO_THROW(parse_results(p.text, "preset " + p.name)) << p.name;
   TempDir dir;
   Database db(dir.file("t.db"));
   PresetSummary s = load_new_presets(db);

@@ -87,7 +87,7 @@ void make_ktune_db(const std::string& path) {
 
 std::string preset_file() {
   EXPECT_FALSE(shipped_presets().empty());
-  return std::string(shipped_presets().front().second);
+  return std::string(shipped_presets().front().text);
 }
 
 std::string joined(const std::vector<std::string>& args) {
