@@ -219,8 +219,10 @@ struct DtypeSize {
   std::string_view name;
   std::int64_t bytes;
 };
-constexpr DtypeSize kDtypeSizes[] = {{"u8", 1},  {"i8", 1},  {"f16", 2}, {"bf16", 2}, {"f32", 4},
-                                     {"i32", 4}, {"u32", 4}, {"f64", 8}, {"i64", 8},  {"u64", 8}};
+// Every element type a family file's buffer may have (families/file_family.cpp), and f16 / bf16.
+constexpr DtypeSize kDtypeSizes[] = {{"u8", 1},  {"i8", 1},   {"u16", 2}, {"i16", 2},
+                                     {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"i32", 4},
+                                     {"u32", 4}, {"f64", 8},  {"i64", 8}, {"u64", 8}};
 
 enum class Kind { kLiteral, kName, kUnary, kChain, kTernary, kCall };
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "families/family.hpp"
+#include "families/file_family.hpp"
 #include "ktune/error.hpp"
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
@@ -174,71 +175,47 @@ std::vector<std::uint32_t> reference(const HistogramData& g, std::uint64_t first
   return out;
 }
 
+// The family's data (axes, parameters, constraints, kernel name, metric, problems) is its family
+// file, histogram.family.toml; this class adds what data cannot say, or says once elsewhere: the
+// launch, the workload with its three input classes and exact counts, the default configuration,
+// a problem's alignment rules, and the shared-memory rules (sized by histogram_math.cuh, which the
+// kernels share).
 class HistogramFamily final : public Family {
  public:
-  HistogramFamily() {
-    params_ = {
-        {"BLOCK", {128, 256, 512, 1024}, "threads per block"},
-        {"GRID",
-         {1, 2, 4, 8, 16},
-         "blocks per SM, all resident at once (grid = GRID x SMs, fewer when n is small)"},
-        {"ITEMS",
-         {1, 2, 4, 8},
-         "loads per thread per tile; the next tile's loads are in flight while one is counted"},
-        {"VEC",
-         {1, 4, 8, 16},
-         "bytes per load (at least one sample); head and tail samples are loaded singly"},
-        {"PRIV",
-         {0, 1, 2, 3},
-         "privatisation: 0 global atomics, 1 one shared histogram per block, 2 R replicas per "
-         "block (lane l uses l % R), 3 one histogram per warp"},
-        {"R", {1, 2, 4, 8, 16, 32}, "replicas per block with PRIV=2 (1 otherwise)"},
-        {"LAYOUT",
-         {0, 1, 2},
-         "replicas with PRIV=2: 0 one after another, 1 padded by a word (replica r's bin b in bank "
-         "r+b), 2 interleaved bin-major (with R=32 each lane has its own bank)"},
-        {"AGG",
-         {0, 1},
-         "1 = one atomic for a run of equal samples within a load (a whole load or a word)"},
-        {"CLUSTER",
-         {1, 2, 4},
-         "thread-block cluster size (cc >= 9.0): the blocks merge through distributed shared "
-         "memory and each bin gets one global atomic per cluster"},
-    };
+  HistogramFamily()
+      : data_(parse_builtin_family_file(template_source("histogram.family.toml"),
+                                        "families/histogram/histogram.family.toml")) {}
+  std::string name() const override { return data_->name(); }
+  std::string description() const override { return data_->description(); }
+  std::string source_file() const override { return data_->source_file(); }
+  const std::vector<Param>& params() const override { return data_->params(); }
+  std::string metric_unit() const override { return data_->metric_unit(); }
+  std::optional<double> work_of(const Problem& p, const DeviceLimits& limits) const override {
+    validate(p);
+    return data_->work_of(p, limits);
   }
-  std::string name() const override { return "histogram"; }
-  std::string description() const override {
-    return "256-bin byte histogram and even-bins histograms of u8/u16/i32/f32 samples";
+  std::vector<std::string> describe_axes() const override { return data_->describe_axes(); }
+  // The file's rules, then the C++'s (in the order reject() applies them).
+  std::vector<std::string> describe_constraints() const override {
+    std::vector<std::string> out = data_->describe_constraints();
+    out.push_back(
+        "the replicas need more shared memory than a block may have\t"
+        "smem <= device.shared_per_block_optin (in C++: smem from histogram_math.cuh)");
+    out.push_back(
+        "GRID blocks of BLOCK threads cannot be resident on one SM\t"
+        "GRID * BLOCK <= device.max_threads_per_sm && GRID <= device.max_blocks_per_sm "
+        "(in C++)");
+    out.push_back(
+        "the shared memory of GRID blocks exceeds the SM's\t"
+        "GRID * (smem + 1024) <= device.shared_per_sm (in C++)");
+    return out;
   }
-  std::string source_file() const override { return "histogram.cuh"; }
-  const std::vector<Param>& params() const override { return params_; }
-  std::string metric_unit() const override { return "GB/s"; }
-
-  std::vector<Problem> check_problems() const override {
-    const std::uint64_t n = (1 << 20) + 5;
-    return {histogram_problem(HistogramDtype::kU8, n, 256, 16),
-            histogram_problem(HistogramDtype::kU8, n, 100, 1),
-            histogram_problem(HistogramDtype::kU16, n, 1024, 2),
-            histogram_problem(HistogramDtype::kI32, n, 1000, 4),
-            histogram_problem(HistogramDtype::kF32, n, 1024, 16),
-            histogram_problem(HistogramDtype::kF32, n, 4096, 8)};
-  }
-  std::vector<Problem> default_problems() const override {
-    return {histogram_problem(HistogramDtype::kU8, std::uint64_t(1) << 30, 256, 16)};
-  }
+  std::vector<Problem> check_problems() const override { return data_->check_problems(); }
+  std::vector<Problem> default_problems() const override { return data_->default_problems(); }
 
   void validate(const Problem& p) const override {
-    if (p.attrs.size() != 1 || p.sizes.size() != 3 || !p.attrs.count("dtype") ||
-        !p.sizes.count("n") || !p.sizes.count("bins") || !p.sizes.count("align"))
-      throw Error(ErrorCode::kInvalidArgument,
-                  "histogram: a problem has exactly dtype, n, bins and align");
+    data_->validate(p);
     const HistogramDtype dtype = parse_histogram_dtype(p.attr("dtype"));
-    if (p.size("n") < 0) throw Error(ErrorCode::kInvalidArgument, "histogram: n must be >= 0");
-    const std::int64_t bins = p.size("bins");
-    if (bins < 1 || bins > kHistogramMaxBins)
-      throw Error(ErrorCode::kInvalidArgument, "histogram: bins must be in [1, " +
-                                                   std::to_string(kHistogramMaxBins) + "], got " +
-                                                   std::to_string(bins));
     const std::int64_t align = p.size("align");
     if (align != 1 && align != 2 && align != 4 && align != 8 && align != 16)
       throw Error(ErrorCode::kInvalidArgument,
@@ -251,35 +228,9 @@ class HistogramFamily final : public Family {
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
+    if (std::string why = data_->reject(c, p, limits); !why.empty()) return why;
     const HistogramDtype dtype = parse_histogram_dtype(p.attr("dtype"));
-    const int bytes = histogram_sample_bytes(dtype);
-    const std::int64_t block = get(c, "BLOCK"), grid = get(c, "GRID"), items = get(c, "ITEMS"),
-                       vec = get(c, "VEC"), priv = get(c, "PRIV"), r = get(c, "R"),
-                       layout = get(c, "LAYOUT"), agg = get(c, "AGG"), cluster = get(c, "CLUSTER");
-    if (vec < bytes) return "VEC is below the sample size";
-    if (agg && vec / bytes < 2) return "AGG needs at least two samples per load";
-    if (priv == kHistLanes && r == 1) return "PRIV=2 needs R >= 2 (R=1 is PRIV=1)";
-    if (priv != kHistLanes && r != 1) return "R is for PRIV=2 only";
-    if (priv != kHistLanes && layout != kHistReplicaMajor)
-      return "LAYOUT is for PRIV=2 only (other replicas are never shared by a warp's lanes)";
-    if (priv == kHistGlobal && p.size("n") > kGlobalAtomicsMaxN)
-      return "global atomics serialise on constant input (n atomics on one address)";
-    if (cluster > 1 && priv == kHistGlobal)
-      return "a cluster merges block histograms; PRIV=0 has none";
-    if (cluster > 1 && limits.cc_major < 9)
-      return "thread-block clusters need compute capability 9.0";
-    if (block > limits.max_threads_per_block) return "BLOCK exceeds the device's threads per block";
-    // Both register stages of loaded data (32-bit words), against what a thread of a block this
-    // size may have besides addresses and counters: these would spill.
-    const std::int64_t data_regs = 2 * items * std::max<std::int64_t>(1, vec / 4);
-    const std::int64_t reg_cap = std::min<std::int64_t>(255, limits.regs_per_block / block);
-    if (data_regs > reg_cap - kRegisterOverhead)
-      return "ITEMS x VEC bytes in two register stages do not fit " + std::to_string(reg_cap) +
-             " registers per thread";
-    // Little's law: an SM streams ~36 GB/s of HBM3(e) at ~1.5 us loaded latency, so it needs
-    // about 64 KiB of loads in flight (both register stages of all resident threads).
-    if (grid * block * items * vec * 2 < kMinBytesInFlight)
-      return "too few bytes in flight per SM to approach the memory bandwidth";
+    const std::int64_t block = get(c, "BLOCK"), grid = get(c, "GRID");
     const std::int64_t smem = smem_bytes(c, dtype, static_cast<int>(p.size("bins")));
     if (smem > limits.smem_per_block_optin)
       return "the replicas need " + std::to_string(smem) +
@@ -311,14 +262,10 @@ class HistogramFamily final : public Family {
     return static_cast<int>(get(c, "BLOCK"));
   }
 
+  // (R is a kernel argument, not in the name: it changes only address arithmetic, and as a
+  // template parameter it would multiply the variants to compile by five.)
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    const HistogramDtype dtype = parse_histogram_dtype(p.attr("dtype"));
-    std::string name = std::string("ktune::histogram_kernel<") + cuda_type(dtype);
-    // R is a kernel argument: it changes only address arithmetic, and as a template parameter
-    // it would multiply the variants to compile by five.
-    for (const char* param : {"BLOCK", "VEC", "ITEMS", "PRIV", "LAYOUT", "AGG"})
-      name += ", " + std::to_string(get(c, param));
-    return {name + ">"};
+    return data_->name_expressions(c, p);
   }
 
   // Every code path (load width x privatisation x layout x aggregation) at one block shape, and
@@ -372,8 +319,7 @@ class HistogramFamily final : public Family {
                                           KernelCache& cache) const override;
 
  private:
-  static constexpr int kRegisterOverhead = 24;  // addresses, counters, the sink, loop state
-  std::vector<Param> params_;
+  std::unique_ptr<Family> data_;
 };
 
 // The three input classes in one buffer each, on the device; their exact counts on the host.
@@ -387,8 +333,8 @@ class HistogramWorkload final : public Workload {
         n_(static_cast<std::uint64_t>(p.size("n"))),
         bins_(static_cast<int>(p.size("bins"))),
         offset_(p.size("align") == 16 ? 0 : static_cast<int>(p.size("align"))),
-        args_(histogram_workload_args(dtype_, bins_)) {
-    family.validate(p);
+        args_(histogram_workload_args(dtype_, bins_)),
+        work_(*family.work_of(p, device.limits())) {
     words_ = (offset_ + n_ * sample_bytes_ + 7) / 8 + 1;
     for (int i = 0; i < 3; ++i) {
       inputs_[i] = detail::DeviceBuffer(words_ * 8);
@@ -468,7 +414,7 @@ class HistogramWorkload final : public Workload {
     return c;
   }
 
-  double work() const override { return 3.0 * static_cast<double>(n_) * sample_bytes_; }
+  double work() const override { return work_; }
   std::size_t bytes() const override {
     std::size_t b = 0;
     for (int i = 0; i < 3; ++i) b += inputs_[i].size() + counts_[i].size();
@@ -483,6 +429,7 @@ class HistogramWorkload final : public Workload {
   int bins_;
   int offset_;  // bytes from the allocation's start to the first sample: the alignment class
   HistogramArgs args_;
+  double work_;  // bytes read per run (the family file's metric)
   std::uint64_t words_ = 0;
   detail::DeviceBuffer inputs_[3], counts_[3];
   HistogramData data_[3]{};

@@ -183,8 +183,8 @@ TEST(Expr, Functions) {
   EXPECT_EQ(eval("clamp(2, 0, 3.5)"), Value::real(2.0));
   EXPECT_EQ(eval("clamp(4, 4, 4)"), Value::integer(4));
   const std::pair<const char*, std::int64_t> sizes[] = {
-      {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"i32", 4}, {"u32", 4},
-      {"f64", 8}, {"i64", 8},  {"u64", 8}, {"u8", 1},  {"i8", 1}};
+      {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"i32", 4}, {"u32", 4}, {"f64", 8},
+      {"i64", 8}, {"u64", 8},  {"u8", 1},  {"i8", 1},  {"u16", 2}, {"i16", 2}};
   for (const auto& [dtype, bytes] : sizes) {
     EXPECT_EQ(eval_int("sizeof('" + std::string(dtype) + "')"), bytes) << dtype;
   }

@@ -3,6 +3,7 @@
 // $KTUNE_FAMILY_PATH (NVRTC compiles for sm_90 without a GPU).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -350,24 +351,38 @@ TEST(FamilyFile, TheLookupChainAnswersAnUntunedProblemFromTheNearest) {
   }
 }
 
-// The built-in elementwise family is its family file plus C++: what a user's file declares
-// (parameters, axes, constraints, kernel name, metric, problems) comes from
-// families/elementwise/elementwise.family.toml, and the kernels are named as before it was one.
-TEST(BuiltinFamilyFile, ElementwiseTakesItsDataFromItsFile) {
-  const Family& ew = find_family("elementwise");
+// A built-in family that is its family file plus C++: what a user's file declares (parameters,
+// axes, constraints, kernel name, metric, problems) comes from families/<name>/<name>.family.toml.
+std::unique_ptr<Family> builtin_file(const std::string& name) {
   const std::string path =
-      std::string(KTUNE_SOURCE_DIR) + "/families/elementwise/elementwise.family.toml";
-  auto data = parse_builtin_family_file(read(path), path);
-  ASSERT_EQ(ew.params().size(), data->params().size());
-  for (std::size_t i = 0; i < ew.params().size(); ++i) {
-    EXPECT_EQ(ew.params()[i].name, data->params()[i].name);
-    EXPECT_EQ(ew.params()[i].values, data->params()[i].values);
-    EXPECT_EQ(ew.params()[i].help, data->params()[i].help);
+      std::string(KTUNE_SOURCE_DIR) + "/families/" + name + "/" + name + ".family.toml";
+  return parse_builtin_family_file(read(path), path);
+}
+
+void expect_data_from_file(const std::string& name) {
+  const Family& f = find_family(name);
+  auto data = builtin_file(name);
+  EXPECT_EQ(f.description(), data->description());
+  EXPECT_EQ(f.metric_unit(), data->metric_unit());
+  ASSERT_EQ(f.params().size(), data->params().size());
+  for (std::size_t i = 0; i < f.params().size(); ++i) {
+    EXPECT_EQ(f.params()[i].name, data->params()[i].name);
+    EXPECT_EQ(f.params()[i].values, data->params()[i].values);
+    EXPECT_EQ(f.params()[i].help, data->params()[i].help);
   }
-  EXPECT_EQ(ew.describe_axes(), data->describe_axes());
-  EXPECT_EQ(ew.describe_constraints(), data->describe_constraints());
+  EXPECT_EQ(f.describe_axes(), data->describe_axes());
+  // The file's rules first (a family may list its C++ rules after them).
+  const auto rules = f.describe_constraints(), file_rules = data->describe_constraints();
+  ASSERT_GE(rules.size(), file_rules.size());
+  EXPECT_TRUE(std::equal(file_rules.begin(), file_rules.end(), rules.begin()));
+  EXPECT_EQ(f.check_problems().size(), data->check_problems().size());
+  EXPECT_EQ(f.origin(), "built-in");
+}
+
+TEST(BuiltinFamilyFile, ElementwiseTakesItsDataFromItsFile) {
+  expect_data_from_file("elementwise");
+  const Family& ew = find_family("elementwise");
   EXPECT_EQ(ew.check_problems().size(), 6u);  // every op and type
-  EXPECT_EQ(ew.origin(), "built-in");
 
   // Kernel names (and so compiled kernels and binary-cache keys) as the C++ wrote them.
   const DeviceLimits h100 = DeviceLimits::for_arch(9, 0);
@@ -388,22 +403,57 @@ TEST(BuiltinFamilyFile, ElementwiseTakesItsDataFromItsFile) {
   EXPECT_THROW(ew.parse_problem("align=12;dtype=f32;n=1;op=copy"), Error);
 }
 
+TEST(BuiltinFamilyFile, HistogramTakesItsDataFromItsFile) {
+  expect_data_from_file("histogram");
+  const Family& h = find_family("histogram");
+  EXPECT_EQ(h.check_problems().size(), 6u);
+  const DeviceLimits h100 = DeviceLimits::for_arch(9, 0), a100 = DeviceLimits::for_arch(8, 0);
+  const Problem u16 = h.parse_problem("align=2;bins=1024;dtype=u16;n=1000");
+  Config c = {{"BLOCK", 512}, {"GRID", 4},   {"ITEMS", 4}, {"VEC", 16},   {"PRIV", 2},
+              {"R", 8},       {"LAYOUT", 2}, {"AGG", 1},   {"CLUSTER", 2}};
+  // R is an argument, not a template parameter.
+  EXPECT_EQ(
+      h.name_expressions(c, u16),
+      std::vector<std::string>{"ktune::histogram_kernel<unsigned short, 512, 16, 4, 2, 2, 1>"});
+  EXPECT_EQ(h.reject(c, u16, h100), "");
+  EXPECT_EQ(h.reject(c, u16, a100), "thread-block clusters need compute capability 9.0");
+  c["CLUSTER"] = 1;
+  c["VEC"] = 1;  // below a u16 sample: the file's first rule
+  EXPECT_EQ(h.reject(c, u16, h100), "VEC is below the sample size");
+  c["VEC"] = 16;
+  c["R"] = 32;  // 32 replicas of 4096 bins: the C++'s shared-memory rule
+  const Problem wide = h.parse_problem("align=16;bins=4096;dtype=f32;n=1000");
+  EXPECT_EQ(h.reject(c, wide, h100).rfind("the replicas need ", 0), 0u) << h.reject(c, wide, h100);
+  // A run counts the three input classes.
+  EXPECT_EQ(*h.work_of(u16, h100), 3.0 * 1000 * 2);
+  EXPECT_THROW(h.parse_problem("align=1;bins=10;dtype=i32;n=1"), Error);
+  EXPECT_THROW(h.parse_problem("align=3;bins=10;dtype=u8;n=1"), Error);
+}
+
 // A built-in family's template hash covers its sources and descriptor version, as before its
 // family file existed, so that the shipped presets stay its results. What the file declares that
 // changes a configuration's meaning (the kernel name, parameters, derived values) is held here to
 // that version: a change fails this test until the version is bumped (and the presets re-tuned).
-TEST(BuiltinFamilyFile, ElementwiseDeclarationsAreHeldToItsTemplateHash) {
-  const std::string path =
-      std::string(KTUNE_SOURCE_DIR) + "/families/elementwise/elementwise.family.toml";
-  auto data = parse_builtin_family_file(read(path), path);
-  EXPECT_EQ(Hasher().add(data->sources().hashed).hex(), "333ece55e68bd58a7c930df3dfe20519")
-      << "elementwise.family.toml changed what a configuration means: bump "
-         "ElementwiseFamily::descriptor_version(), then pin the new digest and hash here";
-  EXPECT_EQ(find_family("elementwise").template_hash(), "6447c93b7c9acf06");
-  // The shipped presets hold results of this template.
-  EXPECT_NE(read(std::string(KTUNE_SOURCE_DIR) + "/db/presets/nvidia-h200.json")
-                .find("\"template_hash\": \"6447c93b7c9acf06\""),
-            std::string::npos);
+TEST(BuiltinFamilyFile, DeclarationsAreHeldToTheirTemplateHash) {
+  const struct {
+    const char* family;
+    const char* declarations;  // digest of what the file says that the hash would cover
+    const char* hash;          // the family's template hash: the shipped presets' rows
+  } pinned[] = {
+      {"elementwise", "333ece55e68bd58a7c930df3dfe20519", "6447c93b7c9acf06"},
+      {"histogram", "7e243355f133c157ed2fb64910a7c6fb", "87ffb5c7eeec2fab"},
+  };
+  const std::string h200 = read(std::string(KTUNE_SOURCE_DIR) + "/db/presets/nvidia-h200.json");
+  for (const auto& p : pinned) {
+    EXPECT_EQ(Hasher().add(builtin_file(p.family)->sources().hashed).hex(), p.declarations)
+        << p.family
+        << ".family.toml changed what a configuration means: bump the C++ family's "
+           "descriptor_version(), then pin the new digest and hash here";
+    EXPECT_EQ(find_family(p.family).template_hash(), p.hash) << p.family;
+    // The shipped presets hold results of this template.
+    EXPECT_NE(h200.find(std::string("\"template_hash\": \"") + p.hash + "\""), std::string::npos)
+        << p.family;
+  }
 }
 
 // A built-in family's file says each rule once: the launch, arguments, verification and default
