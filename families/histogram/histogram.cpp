@@ -21,11 +21,8 @@ using detail::driver;
 namespace {
 
 constexpr std::uint64_t kGuard = 16;  // poisoned count words before and after each output
-// Above this many samples, global atomics (PRIV=0) are left out of the space: on constant input
-// all n atomics hit one address and serialise in L2, seconds per run for 1 GiB.
-constexpr std::int64_t kGlobalAtomicsMaxN = std::int64_t(1) << 26;
+// (The limit on global atomics and the bytes in flight per SM are rules of histogram.family.toml.)
 constexpr int kBlockSmemReserve = 1024;  // shared memory the system keeps per resident block
-constexpr std::int64_t kMinBytesInFlight = 64 * 1024;  // per SM, see reject()
 constexpr HistogramInput kInputs[] = {kHistUniform, kHistSkewed, kHistConstant};
 
 const char* cuda_type(HistogramDtype dtype) {
