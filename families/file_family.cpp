@@ -1346,4 +1346,8 @@ std::unique_ptr<Family> parse_builtin_family_file(const std::string& text,
   return make_family(read_spec(path, text, nullptr, /*builtin=*/true));
 }
 
+BuiltinFileFamily::BuiltinFileFamily(const std::string& name)
+    : data_(parse_builtin_family_file(template_source(name + ".family.toml"),
+                                      "families/" + name + "/" + name + ".family.toml")) {}
+
 }  // namespace ktune

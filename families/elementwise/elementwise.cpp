@@ -63,29 +63,12 @@ class ElementwiseWorkload;
 // file, elementwise.family.toml; this class adds what data cannot say: the launch (the occupancy
 // API for BLOCK=0), the workload with its guard-poisoned outputs and bitwise check, the default
 // configuration, the rules on a problem's alignment, and the register check of a compiled kernel.
-class ElementwiseFamily final : public Family {
+class ElementwiseFamily final : public BuiltinFileFamily {
  public:
-  ElementwiseFamily()
-      : data_(parse_builtin_family_file(template_source("elementwise.family.toml"),
-                                        "families/elementwise/elementwise.family.toml")) {}
-  std::string name() const override { return data_->name(); }
-  std::string description() const override { return data_->description(); }
-  std::string source_file() const override { return data_->source_file(); }
-  const std::vector<Param>& params() const override { return data_->params(); }
-  std::string metric_unit() const override { return data_->metric_unit(); }
-  std::optional<double> work_of(const Problem& p, const DeviceLimits& limits) const override {
-    validate(p);
-    return data_->work_of(p, limits);
-  }
-  std::vector<std::string> describe_axes() const override { return data_->describe_axes(); }
-  std::vector<std::string> describe_constraints() const override {
-    return data_->describe_constraints();
-  }
-  std::vector<Problem> check_problems() const override { return data_->check_problems(); }
-  std::vector<Problem> default_problems() const override { return data_->default_problems(); }
+  ElementwiseFamily() : BuiltinFileFamily("elementwise") {}
 
   void validate(const Problem& p) const override {
-    data_->validate(p);
+    BuiltinFileFamily::validate(p);
     const std::int64_t align = p.size("align");
     if (align != 4 && align != 8 && align != 16)
       throw Error(ErrorCode::kInvalidArgument, "elementwise: align must be 4, 8 or 16 bytes");
@@ -93,10 +76,6 @@ class ElementwiseFamily final : public Family {
       throw Error(ErrorCode::kInvalidArgument, "elementwise: align " + std::to_string(align) +
                                                    " is below the element size of " +
                                                    p.attr("dtype"));
-  }
-
-  std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
-    return data_->reject(c, p, limits);
   }
 
   std::string reject_compiled(const Config& c, const Problem&, const DeviceLimits& limits,
@@ -115,10 +94,6 @@ class ElementwiseFamily final : public Family {
     return static_cast<int>(get(c, "BLOCK"));
   }
 
-  std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    return data_->name_expressions(c, p);
-  }
-
   Config default_config(const Problem& p, const DeviceLimits&) const override {
     // A grid-stride loop over 8 blocks per SM with 16-byte accesses: correct for any n and any
     // alignment (the kernel falls back to scalar accesses), and near the memory roofline.
@@ -132,9 +107,6 @@ class ElementwiseFamily final : public Family {
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
                                           KernelCache& cache) const override;
-
- private:
-  std::unique_ptr<Family> data_;
 };
 
 class ElementwiseWorkload final : public Workload {

@@ -177,24 +177,13 @@ std::vector<std::uint32_t> reference(const HistogramData& g, std::uint64_t first
 // launch, the workload with its three input classes and exact counts, the default configuration,
 // a problem's alignment rules, and the shared-memory rules (sized by histogram_math.cuh, which the
 // kernels share).
-class HistogramFamily final : public Family {
+class HistogramFamily final : public BuiltinFileFamily {
  public:
-  HistogramFamily()
-      : data_(parse_builtin_family_file(template_source("histogram.family.toml"),
-                                        "families/histogram/histogram.family.toml")) {}
-  std::string name() const override { return data_->name(); }
-  std::string description() const override { return data_->description(); }
-  std::string source_file() const override { return data_->source_file(); }
-  const std::vector<Param>& params() const override { return data_->params(); }
-  std::string metric_unit() const override { return data_->metric_unit(); }
-  std::optional<double> work_of(const Problem& p, const DeviceLimits& limits) const override {
-    validate(p);
-    return data_->work_of(p, limits);
-  }
-  std::vector<std::string> describe_axes() const override { return data_->describe_axes(); }
+  HistogramFamily() : BuiltinFileFamily("histogram") {}
+
   // The file's rules, then the C++'s (in the order reject() applies them).
   std::vector<std::string> describe_constraints() const override {
-    std::vector<std::string> out = data_->describe_constraints();
+    std::vector<std::string> out = BuiltinFileFamily::describe_constraints();
     out.push_back(
         "the replicas need more shared memory than a block may have\t"
         "smem <= device.shared_per_block_optin (in C++: smem from histogram_math.cuh)");
@@ -207,11 +196,8 @@ class HistogramFamily final : public Family {
         "GRID * (smem + 1024) <= device.shared_per_sm (in C++)");
     return out;
   }
-  std::vector<Problem> check_problems() const override { return data_->check_problems(); }
-  std::vector<Problem> default_problems() const override { return data_->default_problems(); }
-
   void validate(const Problem& p) const override {
-    data_->validate(p);
+    BuiltinFileFamily::validate(p);
     const HistogramDtype dtype = parse_histogram_dtype(p.attr("dtype"));
     const std::int64_t align = p.size("align");
     if (align != 1 && align != 2 && align != 4 && align != 8 && align != 16)
@@ -225,7 +211,7 @@ class HistogramFamily final : public Family {
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
-    if (std::string why = data_->reject(c, p, limits); !why.empty()) return why;
+    if (std::string why = BuiltinFileFamily::reject(c, p, limits); !why.empty()) return why;
     const HistogramDtype dtype = parse_histogram_dtype(p.attr("dtype"));
     const std::int64_t block = get(c, "BLOCK"), grid = get(c, "GRID");
     const std::int64_t smem = smem_bytes(c, dtype, static_cast<int>(p.size("bins")));
@@ -257,12 +243,6 @@ class HistogramFamily final : public Family {
 
   int block_threads(const Config& c, const Problem&) const override {
     return static_cast<int>(get(c, "BLOCK"));
-  }
-
-  // (R is a kernel argument, not in the name: it changes only address arithmetic, and as a
-  // template parameter it would multiply the variants to compile by five.)
-  std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    return data_->name_expressions(c, p);
   }
 
   // Every code path (load width x privatisation x layout x aggregation) at one block shape, and
@@ -314,9 +294,6 @@ class HistogramFamily final : public Family {
 
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
                                           KernelCache& cache) const override;
-
- private:
-  std::unique_ptr<Family> data_;
 };
 
 // The three input classes in one buffer each, on the device; their exact counts on the host.
