@@ -270,25 +270,15 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
   if (threads > limits.max_threads_per_block) return "more threads than a block may have";
   if (vec * in > 16) return "VEC * element size exceeds 16 bytes";
   if (vec > align) return "VEC exceeds the alignment class of the problem";
-  // At most 64 sums per thread, and their registers at most half of what a thread of this block
-  // may have (f32: 64 sums at any block size; f64: 32 at 512 threads, 63 at fewer). f64 was held
-  // to 32 sums, which left the dot kernel 2 rows per block from 9 to 16 columns: every block
-  // reads all of Y, from L2 where it outgrows L1, so few rows per block multiply Y's traffic.
-  // (sm_90 compiles of what this admits for f64, unsplit, 8 to 16 columns: 1 of 40 spills, which
-  // the tuner refuses after the compile; at 64 sums in f64, or 512 threads, most spilled.)
-  const std::int64_t max_acc = 64;
-  const std::int64_t reg_cap = std::min<std::int64_t>(255, limits.regs_per_block / threads);
-  auto sums_fit = [&](std::int64_t sums) {
-    return sums <= max_acc && 2 * sums * acc / 4 <= reg_cap;
-  };
+  const std::int64_t max_acc = acc == 4 ? 64 : 32;
   if (s.x_kcontig) {
     if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
-    if (!sums_fit(rows * s.n)) return "more sums per thread than registers hold";
+    if (rows * s.n > max_acc) return "more sums per thread than registers hold";
     if (rows > 1 && rows >= 2 * s.m) return "more rows per block than the problem has";
   } else {
     const std::int64_t warps = threads / 32;
     if (warps % kwarps) return "KWARPS does not divide the warps";
-    if (!sums_fit(rows * vec * s.n)) return "more sums per thread than registers hold";
+    if (rows * vec * s.n > max_acc) return "more sums per thread than registers hold";
     const std::int64_t smem = (kwarps - 1) * (warps / kwarps) * rows * vec * s.n * 32 * acc;
     if (smem > limits.smem_per_block) return "the KWARPS sum needs more static shared memory";
     // The smallest block of this THREADS and KWARPS is enough for a short side.

@@ -3,7 +3,6 @@
 // splitting, and real NVRTC compiles of both kernels and the split reduction.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <string>
 
 #include "families/family.hpp"
@@ -78,14 +77,12 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
   for (const Problem& p : {gemm_skinny_problem("f32", false, false, 8192, 1, 8192, 4),
                            gemm_skinny_problem("f32", true, false, 8192, 16, 8192, 4),
                            gemm_skinny_problem("f64", false, true, 1, 8192, 8192, 2),
-                           gemm_skinny_problem("f64", true, false, 16285, 10, 3981, 2),
                            gemm_skinny_problem("f32", false, false, 300, 5, 200000, 1)}) {
     SearchSpace s(f, p, kH100);
     ASSERT_GT(s.size(), 20u) << p.key();
     const bool f32 = p.attr("dtype") == "f32";
     const std::int64_t n = std::min(p.size("m"), p.size("n"));
     bool any_split = false;
-    std::int64_t most_dot_rows = 0;
     for (const Config& c : s.configs()) {
       EXPECT_LE(c.at("VEC"), p.size("align")) << to_string(c);
       EXPECT_LE(c.at("VEC") * (f32 ? 4 : 8), 16) << to_string(c);
@@ -93,11 +90,10 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
       const bool dot = contains(names[0], "skinny_dot");
       if (dot) {
         EXPECT_EQ(c.at("KWARPS"), 1) << to_string(c);
-        EXPECT_LE(c.at("ROWS") * n, 64) << to_string(c);  // sums per thread
-        most_dot_rows = std::max(most_dot_rows, c.at("ROWS"));
+        EXPECT_LE(c.at("ROWS") * n, f32 ? 64 : 32) << to_string(c);
       } else {
         EXPECT_EQ((c.at("THREADS") / 32) % c.at("KWARPS"), 0) << to_string(c);
-        EXPECT_LE(c.at("ROWS") * c.at("VEC") * n, 64) << to_string(c);
+        EXPECT_LE(c.at("ROWS") * c.at("VEC") * n, f32 ? 64 : 32) << to_string(c);
       }
       EXPECT_EQ(names.size(), c.at("SPLITK") > 1 ? 2u : 1u) << to_string(c);
       any_split |= c.at("SPLITK") > 1;
@@ -106,12 +102,6 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
     // of a matrix-vector product (X m-contiguous: 64 to 1024 rows a block) may split as well.
     if (p.size("k") == 200000) {
       EXPECT_TRUE(any_split) << p.key();
-    }
-    // f64 with 10 columns: 4 rows of sums per thread (40 sums, 80 registers), so that a block
-    // reuses Y over 4 rows (at most 32 sums held it to 2 rows, and ran at 0.61 x cuBLAS on an
-    // H200).
-    if (p.attr("dtype") == "f64" && n == 10) {
-      EXPECT_EQ(most_dot_rows, 4) << p.key();
     }
   }
 }
