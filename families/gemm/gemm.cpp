@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
 
 #include "families/family.hpp"
+#include "families/file_family.hpp"
 #include "ktune/error.hpp"
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
@@ -158,69 +160,25 @@ GemmCost gemm_cost(const Config& c, const Problem& p, const DeviceLimits& limits
   return cost;
 }
 
-class GemmFamily final : public Family {
+// The family's data (axes, parameters, kernel name, metric, problems) is its family file,
+// gemm.family.toml; this class adds what data cannot say: the rules, walked in parameter order
+// (reject_prefix on the first 12, the tile shape, SPLITK, MMA, VEC and SWIZZLE, then reject), the
+// split-k reduction kernel, the launch, the workload, the default, adapt, the variants and the
+// model.
+class GemmFamily final : public BuiltinFileFamily {
  public:
-  GemmFamily() {
-    params_ = {
-        {"BM", {32, 64, 128, 256}, "block tile rows (m)"},
-        {"BN", {32, 64, 128, 256}, "block tile columns (n)"},
-        {"BK", {8, 16}, "block tile depth (k) per shared-memory stage"},
-        {"WM", {32, 64}, "warp tile rows"},
-        {"WN", {32, 64}, "warp tile columns"},
-        {"TM", {4, 8}, "thread tile rows (register blocking)"},
-        {"TN", {4, 8}, "thread tile columns (register blocking)"},
-        {"WNITER", {1, 2}, "sub-tiles per warp along n (spreads a thread's columns)"},
-        {"SPLITK", {1, 2, 4, 8, 16, 32, 64, 128, 256}, "k splits, summed in a fixed order"},
-        {"MMA",
-         {0, 1, 2, 3, 4},
-         "f64 on the FP64 tensor cores with mma.sync m8n8k4 (1), m16n8k4 (2), m16n8k8 (3), "
-         "m16n8k16 (4); 0 = FMA units"},
-        {"VEC", {1, 2, 4}, "elements per global load (needs aligned pointers and leading dims)"},
-        {"SWIZZLE",
-         {1, 2, 4, 8, 16},
-         "block rasterization: tile rows walked together for L2 reuse"},
-        {"STAGES",
-         {1, 2, 3, 4},
-         "shared-memory buffers: 1 = none, 2 = double buffering through registers, 3 and 4 = "
-         "cp.async pipeline"},
-        {"PREFETCH",
-         {0, 1, 2, 3},
-         "1 = load the next k-step's fragments while computing this one; 3 = load the next "
-         "k-tile's first fragments right after its barrier, before this tile's last k-step; 2 = "
-         "both"},
-        {"UNROLL", {0, 2}, "k-loop unroll inside a tile: 0 = all of BK, else this factor"},
-        {"PAD", {0, 4}, "shared-memory row padding (elements) against bank conflicts"},
-        {"MINB",
-         {1, 2, 3, 4},
-         "blocks per SM the registers must leave room for (__launch_bounds__): more caps the "
-         "registers per thread lower, for more warps to hide latency"},
-        {"KCONTIG",
-         {0, 2, 4},
-         "an operand that is k-contiguous in memory (A with op T, B with op N): 0 = stored "
-         "transposed into shared memory; 2 or 4 = kept k-contiguous (copied as vectors, cp.async "
-         "included) and read that many k-steps per shared-memory load"},
-    };
-  }
-  std::string name() const override { return "gemm"; }
-  std::string description() const override { return "C = alpha*op(A)*op(B) + beta*C, f32/f64"; }
-  std::string source_file() const override { return "gemm.cuh"; }
-  const std::vector<Param>& params() const override { return params_; }
-  std::string metric_unit() const override { return "TFLOPS"; }
-  std::optional<double> work_of(const Problem& p, const DeviceLimits&) const override {
-    validate(p);
-    return 2.0 * static_cast<double>(p.size("m")) * static_cast<double>(p.size("n")) *
-           static_cast<double>(p.size("k"));
-  }
-
-  std::vector<Problem> check_problems() const override {
-    return {gemm_problem("f32", false, false, 4096, 4096, 4096, 4),
-            gemm_problem("f32", true, true, 4096, 4096, 4096, 4),
-            gemm_problem("f64", false, false, 4096, 4096, 4096, 2),
-            gemm_problem("f64", true, true, 4096, 4096, 4096, 2),
-            gemm_problem("f32", false, false, 64, 64, 262144, 4)};
-  }
-  std::vector<Problem> default_problems() const override {
-    return {gemm_problem("f32", false, false, 4096, 4096, 4096, 4)};
+  GemmFamily() : BuiltinFileFamily("gemm") {
+    // The rules below are this class's; a rule in the file would not be walked in prefix order.
+    if (!BuiltinFileFamily::describe_constraints().empty())
+      throw Error(ErrorCode::kInternal, "gemm.family.toml: the gemm rules are in gemm.cpp");
+    static const char* const prefix[] = {"BM", "BN",     "BK",     "WM",  "WN",  "TM",
+                                         "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
+    const auto& ps = params();
+    for (std::size_t i = 0; i < std::size(prefix); ++i)
+      if (ps.size() <= i || ps[i].name != prefix[i])
+        throw Error(ErrorCode::kInternal, std::string("gemm.family.toml: parameter ") +
+                                              std::to_string(i + 1) + " must be " + prefix[i] +
+                                              " (the prefix the rules walk first)");
   }
 
   // Every tile shape with the usual code path, and every code-path toggle (stages, prefetch,
@@ -251,24 +209,12 @@ class GemmFamily final : public Family {
   }
 
   void validate(const Problem& p) const override {
-    const int bytes = dtype_bytes(p.attr("dtype"));
-    bool ta, tb;
-    parse_op(p.attr("op"), ta, tb);
-    for (const char* d : {"m", "n", "k"}) {
-      const std::int64_t v = p.size(d);
-      if (v < 1 || v > kMaxDim)
-        throw Error(ErrorCode::kInvalidArgument, std::string("gemm: ") + d +
-                                                     " must be in [1, 2^31-1] for tuning, got " +
-                                                     std::to_string(v));
-    }
+    BuiltinFileFamily::validate(p);  // the axes: types, ops, ranges, nothing else
     const std::int64_t align = p.size("align");
     if (align != 1 && align != 2 && align != 4)
       throw Error(ErrorCode::kInvalidArgument, "gemm: align must be 1, 2 or 4 elements");
-    if (align * bytes > 16)
+    if (align * dtype_bytes(p.attr("dtype")) > 16)
       throw Error(ErrorCode::kInvalidArgument, "gemm: align 4 is 32 bytes for f64; use 1 or 2");
-    if (p.attrs.size() != 2 || p.sizes.size() != 4)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "gemm: a problem has exactly dtype, op, m, n, k and align");
   }
 
   // The tile shape, SPLITK, MMA, VEC and SWIZZLE come first in params(): most of their
@@ -449,7 +395,7 @@ class GemmFamily final : public Family {
     const std::int64_t bm = get(c, "BM"), bn = get(c, "BN");
     const std::int64_t tiles = ((p.size("m") + bm - 1) / bm) * ((p.size("n") + bn - 1) / bn);
     if (tiles >= limits.sm_count) return out;
-    const auto splits = std::find_if(params_.begin(), params_.end(),
+    const auto splits = std::find_if(params().begin(), params().end(),
                                      [](const Param& q) { return q.name == "SPLITK"; });
     for (std::int64_t split : splits->values) {
       if (split == get(c, "SPLITK")) continue;
@@ -473,18 +419,16 @@ class GemmFamily final : public Family {
     return geometry(c, p).threads;
   }
 
+  // The file's kernel, and where k is split the reduction, whose template arguments are the
+  // kernel's without the last (SPLIT): gemm.cuh declares them so.
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
-    bool ta, tb;
-    parse_op(p.attr("op"), ta, tb);
-    const std::string type = dtype_bytes(p.attr("dtype")) == 4 ? "float" : "double";
-    std::string args = type + ", " + (ta ? "1" : "0") + ", " + (tb ? "1" : "0");
-    for (const char* name : {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "STAGES",
-                             "PREFETCH", "UNROLL", "VEC", "PAD", "MMA", "MINB", "KCONTIG"})
-      args += ", " + std::to_string(get(c, name));
-    const bool split = get(c, "SPLITK") > 1;
-    std::vector<std::string> names = {"ktune::gemm_kernel<" + args + ", " + (split ? "1" : "0") +
-                                      ">"};
-    if (split) names.push_back("ktune::gemm_splitk_reduce<" + args + ">");
+    std::vector<std::string> names = BuiltinFileFamily::name_expressions(c, p);
+    if (get(c, "SPLITK") > 1) {
+      const std::string& kernel = names.front();
+      const std::size_t open = kernel.find('<'), last = kernel.rfind(',');
+      names.push_back("ktune::gemm_splitk_reduce<" + kernel.substr(open + 1, last - open - 1) +
+                      ">");
+    }
     return names;
   }
 
@@ -494,7 +438,7 @@ class GemmFamily final : public Family {
     // largest valid split that keeps the splits within two waves of the GPU.
     const std::int64_t tiles = ((p.size("m") + 63) / 64) * ((p.size("n") + 63) / 64);
     Config best = c;
-    const auto splits = std::find_if(params_.begin(), params_.end(),
+    const auto splits = std::find_if(params().begin(), params().end(),
                                      [](const Param& q) { return q.name == "SPLITK"; });
     for (const std::int64_t split : splits->values) {
       if (split <= 1) continue;
@@ -533,8 +477,6 @@ class GemmFamily final : public Family {
             {"MINB", 1},
             {"KCONTIG", 0}};
   }
-
-  std::vector<Param> params_;
 };
 
 template <typename T>

@@ -430,6 +430,47 @@ TEST(BuiltinFamilyFile, HistogramTakesItsDataFromItsFile) {
   EXPECT_THROW(h.parse_problem("align=3;bins=10;dtype=u8;n=1"), Error);
 }
 
+// gemm's parameters, axes, kernel name, metric and problems are its file's; its rules, the split-k
+// reduction's name and the checks of a problem's alignment are its C++'s.
+TEST(BuiltinFamilyFile, GemmTakesItsDataFromItsFile) {
+  expect_data_from_file("gemm");
+  const Family& g = find_family("gemm");
+  EXPECT_EQ(g.check_problems().size(), 5u);
+  EXPECT_EQ(g.prefix_params(), 12u);
+  EXPECT_EQ(g.params()[11].name, "SWIZZLE");  // the last of the prefix the rules walk first
+  const DeviceLimits h100 = DeviceLimits::for_arch(9, 0);
+  const Problem p = g.parse_problem("align=2;dtype=f64;k=262144;m=64;n=64;op=tn");
+  Config c = {{"BM", 64}, {"BN", 64},     {"BK", 16},    {"WM", 32},      {"WN", 32},
+              {"TM", 4},  {"TN", 4},      {"WNITER", 1}, {"SPLITK", 8},   {"MMA", 3},
+              {"VEC", 2}, {"SWIZZLE", 1}, {"STAGES", 3}, {"PREFETCH", 0}, {"UNROLL", 0},
+              {"PAD", 4}, {"MINB", 1},    {"KCONTIG", 0}};
+  EXPECT_EQ(g.reject(c, p, h100), "");
+  // Kernel names (and so compiled kernels and binary-cache keys) as the C++ wrote them; the
+  // reduction takes the kernel's arguments without SPLIT.
+  EXPECT_EQ(g.name_expressions(c, p),
+            (std::vector<std::string>{"ktune::gemm_kernel<double, 1, 0, 64, 64, 16, 32, 32, 4, 4, "
+                                      "1, 3, 0, 0, 2, 4, 3, 1, 0, 1>",
+                                      "ktune::gemm_splitk_reduce<double, 1, 0, 64, 64, 16, 32, 32, "
+                                      "4, 4, 1, 3, 0, 0, 2, 4, 3, 1, 0>"}));
+  c["SPLITK"] = 1;
+  EXPECT_EQ(g.name_expressions(c, p).size(), 1u);
+  // The metric in reals: m * n * k of the largest sizes passes 2^63.
+  const Problem huge =
+      g.parse_problem("align=1;dtype=f32;k=2147483647;m=2147483647;n=2147483647;op=nn");
+  EXPECT_DOUBLE_EQ(*g.work_of(huge, h100), 2.0 * 2147483647.0 * 2147483647.0 * 2147483647.0);
+  // The axes are the file's; the alignment classes the C++'s.
+  for (const char* bad :
+       {"align=4;dtype=f32;k=1;m=1;n=1;op=nx", "align=4;dtype=f16;k=1;m=1;n=1;op=nn",
+        "align=4;dtype=f32;k=0;m=1;n=1;op=nn", "align=3;dtype=f32;k=1;m=1;n=1;op=nn",
+        "align=4;dtype=f64;k=1;m=1;n=1;op=nn", "align=4;dtype=f32;k=1;m=1;n=1;op=nn;x=1"})
+    EXPECT_THROW(g.parse_problem(bad), Error) << bad;
+  try {
+    g.parse_problem("align=4;dtype=f32;k=1;m=1;n=1;op=nx");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nn, nt, tn, tt"), std::string::npos) << e.what();
+  }
+}
+
 // A built-in family's template hash covers its sources and descriptor version, as before its
 // family file existed, so that the shipped presets stay its results. What the file declares that
 // changes a configuration's meaning (the kernel name, parameters, derived values) is held here to
@@ -442,6 +483,7 @@ TEST(BuiltinFamilyFile, DeclarationsAreHeldToTheirTemplateHash) {
   } pinned[] = {
       {"elementwise", "333ece55e68bd58a7c930df3dfe20519", "6447c93b7c9acf06"},
       {"histogram", "7e243355f133c157ed2fb64910a7c6fb", "87ffb5c7eeec2fab"},
+      {"gemm", "85c516ea56e3664ab346dc65f9855250", "09c34dc494a86666"},
   };
   const std::string h200 = read(std::string(KTUNE_SOURCE_DIR) + "/db/presets/nvidia-h200.json");
   for (const auto& p : pinned) {
