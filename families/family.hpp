@@ -220,6 +220,10 @@ class Family {
  private:
   mutable std::once_flag hash_once_;  // the template hash is computed once per process
   mutable std::string hash_;
+  // The default sources(), read once: finding the includes scans the whole source with a regex
+  // (0.5 ms of gemm.cuh), which a runtime's first call paid for its compile key.
+  mutable std::once_flag sources_once_;
+  mutable SourceSet sources_;
 };
 
 // Why a compiled kernel that spills registers or keeps a stack frame is refused, or "".

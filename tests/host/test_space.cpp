@@ -351,7 +351,7 @@ TEST(Strategy, PreferredCandidatesOpenEveryStrategysWarmUp) {
   std::vector<bool> done(s.size(), false);
   done[7] = true;  // evaluated by an earlier run
   const std::vector<std::size_t> preferred = {s.size() - 1, 7, 12, s.size() / 2, 3};
-  for (const std::string name : strategy_names()) {
+  for (const std::string& name : strategy_names()) {
     SCOPED_TRACE(name);
     auto st = make_strategy(name, s, 5, done);
     st->seed(12);  // the tuner evaluates it on its own
