@@ -105,12 +105,15 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
   }
   check(d.cuCtxSynchronize(), "cuCtxSynchronize");
   const GemmShapeOf g = gemm_shape_of(probe);
-  // The GEMM's alignment class as Runtime::gemm finds it (pointers of cuMemAlloc, leading
-  // dimensions m and k).
-  const int align = g.m % 4 == 0 && g.k % 4 == 0 ? 4 : g.m % 2 == 0 && g.k % 2 == 0 ? 2 : 1;
+  auto gemm_key = [&] {  // with the alignment class Runtime::gemm finds for these buffers
+    GemmCall call;
+    call.a = buffers[0].as<const float>(), call.lda = g.m;
+    call.b = buffers[1].as<const float>(), call.ldb = g.k;
+    return gemm_problem("f32", false, false, g.m, g.n, g.k, gemm_alignment(call)).key();
+  };
   const std::string problem =
       probe == Probe::kCopy ? elementwise_problem(ElementwiseOp::kCopy, "f32", kCopyN, 16).key()
-                            : gemm_problem("f32", false, false, g.m, g.n, g.k, align).key();
+                            : gemm_key();
   const char* family = probe == Probe::kCopy ? "elementwise" : "gemm";
 
   const std::uint64_t compiles_before = nvrtc_compile_calls();

@@ -166,18 +166,20 @@ GemmCost gemm_cost(const Config& c, const Problem& p, const DeviceLimits& limits
 // split-k reduction kernel, the launch, the workload, the default, adapt, the variants and the
 // model.
 class GemmFamily final : public BuiltinFileFamily {
+  // The parameters reject_prefix() reads, which the file lists first.
+  static constexpr const char* kPrefix[] = {"BM", "BN",     "BK",     "WM",  "WN",  "TM",
+                                            "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
+
  public:
   GemmFamily() : BuiltinFileFamily("gemm") {
     // The rules below are this class's; a rule in the file would not be walked in prefix order.
     if (!BuiltinFileFamily::describe_constraints().empty())
       throw Error(ErrorCode::kInternal, "gemm.family.toml: the gemm rules are in gemm.cpp");
-    static const char* const prefix[] = {"BM", "BN",     "BK",     "WM",  "WN",  "TM",
-                                         "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
     const auto& ps = params();
-    for (std::size_t i = 0; i < std::size(prefix); ++i)
-      if (ps.size() <= i || ps[i].name != prefix[i])
+    for (std::size_t i = 0; i < std::size(kPrefix); ++i)
+      if (ps.size() <= i || ps[i].name != kPrefix[i])
         throw Error(ErrorCode::kInternal, std::string("gemm.family.toml: parameter ") +
-                                              std::to_string(i + 1) + " must be " + prefix[i] +
+                                              std::to_string(i + 1) + " must be " + kPrefix[i] +
                                               " (the prefix the rules walk first)");
   }
 
@@ -222,7 +224,7 @@ class GemmFamily final : public BuiltinFileFamily {
   // shape for f32 or for a thread tile it does not take, a vector the problem's alignment does not
   // allow, or a rasterization group as tall as the grid (all of them for a 64 x 64 C, whose walk
   // took 11 s on the host with these three after the prefix).
-  std::size_t prefix_params() const override { return 12; }
+  std::size_t prefix_params() const override { return std::size(kPrefix); }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
     const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
