@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "families/family.hpp"
 #include "families/gemm/gemm.hpp"
@@ -37,6 +38,7 @@ struct TcArgs {
   long long stride_d;
   int batch;
   int splits, kt_per;
+  int tma_d;
 };
 
 // CUtensorMap as the kernel takes it (128 bytes, 64-byte aligned).
@@ -86,9 +88,11 @@ std::int64_t batch_of(const Problem& p) {
 bool mn_y(const std::string& op) { return op[0] == 'n'; }
 
 struct Tile {
-  std::int64_t bm, bn, stages, consumers, wm, group, cluster, persist, pingpong, split;
+  std::int64_t bm, bn, stages, consumers, wm, group, cluster, persist, pingpong, split, epi;
   std::int64_t stage_bytes() const { return (bm + bn) * kRowBytes; }
-  std::int64_t smem() const { return stages * stage_bytes() + 1024; }
+  // EPI: two buffers of WM rows of 128 bytes per consumer warpgroup after the stages.
+  std::int64_t epi_bytes() const { return epi ? consumers * 2 * wm * kRowBytes : 0; }
+  std::int64_t smem() const { return stages * stage_bytes() + epi_bytes() + 1024; }
   std::int64_t threads() const { return (consumers + 1) * 128; }
 };
 Tile tile_of(const Config& c) {
@@ -103,6 +107,7 @@ Tile tile_of(const Config& c) {
   t.cluster = get(c, "CLUSTER");
   t.persist = get(c, "PERSIST");
   t.split = get(c, "SPLITK");
+  t.epi = get(c, "EPI");
   return t;
 }
 
@@ -327,6 +332,11 @@ class GemmTcFamily final : public TcFamilyBase {
          {1, 2, 4, 8, 16, 32, 64, 128},
          "runs k is split in where the tiles leave the GPU idle (fp32 partial sums in scratch, "
          "added in a fixed order by a second kernel)"},
+        {"EPI",
+         {0, 1},
+         "1: each consumer writes its tile to shared memory 128 bytes of columns at a time and a "
+         "TMA store copies it to C while it goes on (beta = 0 and 16-byte aligned rows of C; "
+         "else, and 0: stores from the registers)"},
     };
   }
   std::string name() const override { return "gemm_tc"; }
@@ -361,7 +371,10 @@ class GemmTcFamily final : public TcFamilyBase {
       const bool split = c.at("SPLITK") == 4 && c.at("BN") == 128 && c.at("WM") == 64 &&
                          c.at("CONSUMERS") == 2 && c.at("STAGES") == 4 && c.at("GROUP") == 1 &&
                          c.at("CLUSTER") == 1;
-      if ((((shapes || rest || turns) && c.at("SPLITK") == 1) || split) && c.at("PERSIST") == 0)
+      // The epilogue through the TMA (EPI) on the tile shapes and the consumers taking turns.
+      const bool epi = c.at("EPI") == 1 ? (shapes || turns) && c.at("SPLITK") == 1 : true;
+      if ((((shapes || rest || turns) && c.at("SPLITK") == 1) || split) && c.at("PERSIST") == 0 &&
+          epi)
         out.push_back(c);
     }
     return out;
@@ -385,6 +398,7 @@ class GemmTcFamily final : public TcFamilyBase {
     if (std::string why = unsupported(limits); !why.empty()) return why;
     const Tile t = tile_of(c);
     if (t.pingpong && t.consumers != 2) return "PINGPONG takes two consumer warpgroups";
+    if (t.epi && t.split > 1) return "EPI: a split k stores its partial sums directly";
     if (t.wm / 64 * t.bn > 256) return "more accumulators than the registers hold";
     if (t.smem() > limits.smem_per_block_optin) return "more shared memory than a block may have";
     if (t.threads() > limits.max_threads_per_block) return "more threads than a block may have";
@@ -430,12 +444,14 @@ class GemmTcFamily final : public TcFamilyBase {
     Config unsplit = c;
     unsplit["SPLITK"] = 1;
     unsplit["PERSIST"] = 0;
+    unsplit["EPI"] = 0;
     double gain = 1;
     const std::int64_t pick = pick_split(unsplit, p, limits, &gain);
     Config with_persist = c;
     with_persist["PERSIST"] = 0;
     if (!reject(with_persist, p, limits).empty() || (c["SPLITK"] == 1 && gain >= 1.5))
       c["SPLITK"] = pick;
+    if (c["SPLITK"] > 1) c["EPI"] = 0;  // a split's partial sums are stored directly
     if (rejected_for("nothing to walk")) c["PERSIST"] = 0;
     return c;
   }
@@ -447,9 +463,9 @@ class GemmTcFamily final : public TcFamilyBase {
   // A split k: the kernel writing f32 partial sums, then the sum of the runs (function 1).
   std::vector<std::string> name_expressions(const Config& c, const Problem& p) const override {
     const bool split = get(c, "SPLITK") > 1;
-    std::vector<std::string> names = {
-        instantiation("ktune::tc::gemm_tc", c, p,
-                      {"BN", "WM", "CONSUMERS", "STAGES", "GROUP", "CLUSTER", "PINGPONG"}, split)};
+    std::vector<std::string> names = {instantiation(
+        "ktune::tc::gemm_tc", c, p,
+        {"BN", "WM", "CONSUMERS", "STAGES", "GROUP", "CLUSTER", "PINGPONG", "EPI"}, split)};
     if (split)
       names.push_back("ktune::tc::tc_splitk_reduce<" + std::to_string(out_code(p.attr("out"))) +
                       ">");
@@ -470,7 +486,8 @@ class GemmTcFamily final : public TcFamilyBase {
                 {"CLUSTER", 1},
                 {"PINGPONG", 0},
                 {"PERSIST", 0},
-                {"SPLITK", 1}};
+                {"SPLITK", 1},
+                {"EPI", 0}};
     c = fit_tile(c, p);
     c["SPLITK"] = pick_split(c, p, limits);
     return c;
@@ -708,6 +725,37 @@ TmaMap tensor_map(const std::string& dtype, const void* ptr, std::int64_t k, std
             batch > 1 ? 3 : 2, const_cast<void*>(ptr), dims, strides, box, element_strides,
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled");
+  return map;
+}
+
+// The tensor map of the epilogue's stores (EPI = 1): D of `batch` matrices of rows x cols (rows
+// of ld elements, matrices stride apart), boxes of 128 bytes of columns by box_rows rows, in the
+// layout of the 128-byte swizzle; nothing is written past the edges. nullopt where the TMA cannot
+// store D: its address or rows (or matrices) not 16-byte aligned.
+std::optional<TmaMap> store_map(const std::string& out, void* ptr, std::int64_t cols,
+                                std::int64_t rows, std::int64_t ld, std::int64_t box_rows,
+                                std::int64_t batch, std::int64_t stride) {
+  const std::int64_t elem = out == "f32" ? 4 : 2;
+  if (reinterpret_cast<std::uintptr_t>(ptr) % 16 != 0 || (ld * elem) % 16 != 0 ||
+      (batch > 1 && (stride * elem) % 16 != 0))
+    return std::nullopt;
+  TmaMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * elem),
+                                 static_cast<cuuint64_t>(stride * elem)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(kRowBytes / elem),
+                             static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  check(driver().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&map),
+                                        out == "bf16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                        : out == "f16" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                                        batch > 1 ? 3 : 2, ptr, dims, strides, box, element_strides,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "cuTensorMapEncodeTiled");
   return map;
 }
@@ -1228,7 +1276,17 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
               static_cast<long long>(call.stride_c),
               static_cast<int>(call.batch),
               static_cast<int>(runs.runs),
-              static_cast<int>(runs.per_run)};
+              static_cast<int>(runs.per_run),
+              0};
+  // EPI: C through the TMA where beta is 0 and C's rows allow it (else the kernel's stores from
+  // the registers; a split k has no EPI).
+  TmaMap map_d{};
+  if (t.epi && call.beta == 0.0f)
+    if (auto map =
+            store_map(call.out, call.c, v.n, v.m, call.ldc, t.wm, call.batch, call.stride_c)) {
+      map_d = *map;
+      args.tma_d = 1;
+    }
   // A split k (the kernel compiled with SPLIT: SPLITK > 1): the runs' partial sums go to scratch
   // as f32 matrices of rows of ldw (a multiple of 8: the 16-byte stores), then the sum into C.
   CUdeviceptr partial = 0;
@@ -1242,7 +1300,7 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
     args.alpha = 1.0f;
     args.beta = 0.0f;
   }
-  void* params[] = {const_cast<TmaMap*>(&map_x), const_cast<TmaMap*>(&map_y), &args};
+  void* params[] = {const_cast<TmaMap*>(&map_x), const_cast<TmaMap*>(&map_y), &args, &map_d};
   const std::int64_t units = static_cast<std::int64_t>((args.tiles_m + t.cluster - 1) / t.cluster) *
                              args.tiles_n * call.batch * runs.runs;
   // Consumers taking turns need two units per block at least.

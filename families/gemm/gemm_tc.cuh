@@ -42,6 +42,7 @@ struct TcArgs {
   long long stride_d;
   int batch;
   int splits, kt_per;
+  int tma_d;  // EPI = 1: D stored through shared memory by the tensor map (the host's choice)
 };
 
 // Element types: IN 0 bf16, 1 fp16, 2 tf32 (fp32 storage); OUT 0 f32, 1 bf16, 2 fp16.
@@ -291,6 +292,40 @@ __device__ __forceinline__ void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The epilogue's stores (EPI = 1): a box of D from shared memory to global memory by the tensor
+// map (coordinates as tma_load's; past the edges nothing is written), as one bulk group of this
+// thread; the waits take the groups committed by this thread.
+template <int B3>
+__device__ __forceinline__ void tma_store(const TmaMap* map, u32 src, int c0, int c1, int c2) {
+  if (B3)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(
+            reinterpret_cast<u64>(map)),
+        "r"(c0), "r"(c1), "r"(c2), "r"(src)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+            reinterpret_cast<u64>(map)),
+        "r"(c0), "r"(c1), "r"(src)
+        : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Until at most N of this thread's bulk groups still read shared memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// Until every bulk group of this thread is complete (its writes done).
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
+// Shared-memory writes of this thread made visible to the tensor memory accelerator (the async
+// proxy) before a bulk copy reads them.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
@@ -311,11 +346,15 @@ __device__ __forceinline__ void cluster_sync() {
 // of one matrix), partial sums to p.d (OUT 0, alpha 1, beta 0: the host's choice); a k-tile past
 // the end of k is neither loaded nor multiplied, but passes through the ring like the others, so
 // that every unit takes p.kt_per positions of it.
+// EPI: 1: where p.tma_d (the host's choice: beta 0, D's rows 16-byte aligned) each consumer
+// warpgroup writes its tile, 128 bytes of columns at a time, into one of two shared-memory buffers
+// that map_d's store copies to D while the next part is written (and the next unit's k-loop
+// runs); 0: the accumulators go to D directly (map_d unused).
 template <int IN, int OUT, int MNX, int MNY, int BATCHED, int SPLIT, int BN, int WM, int CONSUMERS,
-          int STAGES, int GROUP, int CLUSTER, int PINGPONG>
+          int STAGES, int GROUP, int CLUSTER, int PINGPONG, int EPI>
 __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     gemm_tc(const __grid_constant__ TmaMap map_x, const __grid_constant__ TmaMap map_y,
-            const TcArgs p) {
+            const TcArgs p, const __grid_constant__ TmaMap map_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // PINGPONG: the two consumer warpgroups take turns, each with a tile of its own (BM = WM):
   // one stores its tile while the other multiplies; else they share a tile of WM * CONSUMERS
@@ -337,6 +376,10 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
   static_assert(IN != 2 || (MNX == 0 && MNY == 0), "the wgmma reads tf32 k-major only");
   static_assert(!MNY || Y_PART % 64 == 0, "each CTA's part of an MN-major Y is whole boxes");
   static_assert(!SPLIT || OUT == 0, "split k writes fp32 partial sums");
+  static_assert(!EPI || !SPLIT, "split k writes its partial sums directly");
+  // EPI: a part of the epilogue is WM rows of 128 bytes (EC columns): EPARTS of them per tile row.
+  constexpr int OB = OUT == 0 ? 4 : 2, EC = 128 / OB, EPARTS = BN / EC;
+  static_assert(!EPI || BN % EC == 0, "the tile's columns are whole 128-byte parts");
 
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) u64 bars[2 * STAGES];  // full[0..S), then empty[0..S)
@@ -416,6 +459,9 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
     if (CONSUMERS == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int c = wg - 1;
     const int warp = t / 32, lane = t % 32;
+    // EPI: this warpgroup's two buffers after the stages, and the parts it has stored so far.
+    const u32 ebuf = base + STAGES * STAGE_BYTES + c * 2 * WM * 128;
+    int parts = 0;
     // Pair and 16-byte stores where every matrix's rows allow them.
     const bool vec = (p.ldd % 2 == 0) && (!BATCHED || p.stride_d % 2 == 0) &&
                      (reinterpret_cast<unsigned long long>(p.d) % (OUT == 0 ? 8 : 4) == 0);
@@ -483,6 +529,43 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
       // registers the accumulators need.
       const long long dmat = BATCHED || SPLIT ? u / per_matrix : 0;
       void* const d = static_cast<char*>(p.d) + dmat * p.stride_d * (OUT == 0 ? 4 : 2);
+      if (EPI && p.tma_d) {
+        // Through shared memory, a part of EC columns at a time, in the layout of the tensor
+        // map's 128-byte swizzle (16-byte chunk j of row r at chunk j ^ (r % 8)): the four lanes
+        // of a row write one chunk, the eight rows of a warp's store eight chunks, all 32 banks.
+        const int row0 = tm * BM + (PINGPONG ? 0 : c * WM);
+#pragma unroll
+        for (int e = 0; e < EPARTS; ++e, ++parts) {
+          const u32 buf = ebuf + (parts & 1) * WM * 128;
+          if (t == 0) bulk_wait_read<1>();  // the store two parts ago has read this buffer
+          named_sync(3 + c, 128);
+#pragma unroll
+          for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int ql = 0; ql < EC / 8; ++ql)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                const int q = e * (EC / 8) + ql, r = i * 64 + warp * 16 + lane / 4 + 8 * h;
+                const float v0 = p.alpha * acc[i][q * 4 + h * 2],
+                            v1 = p.alpha * acc[i][q * 4 + h * 2 + 1];
+                const int byte = ql * 8 * OB + (lane % 4) * 2 * OB;
+                const u32 at = buf + r * 128 + ((((byte >> 4) ^ (r & 7)) << 4) | (byte & 15));
+                if (OUT == 0)
+                  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(at), "f"(v0), "f"(v1)
+                               : "memory");
+                else
+                  asm volatile("st.shared.u32 [%0], %1;" ::"r"(at),
+                               "r"(static_cast<u32>(from_float<OUT>(v0)) |
+                                   (static_cast<u32>(from_float<OUT>(v1)) << 16))
+                               : "memory");
+              }
+          fence_proxy_async();
+          named_sync(3 + c, 128);
+          if (t == 0)
+            tma_store<BATCHED>(&map_d, buf, tn * BN + e * EC, row0, static_cast<int>(dmat));
+        }
+        continue;
+      }
       // Epilogue: the accumulator fragment of thread t in an m64nN MMA holds rows
       // 16 w + l / 4 (+ 8) and column pairs 8 q + 2 (l % 4), w the warp and l the lane within
       // the warpgroup. With beta = 0 and a 16-byte aligned C, the four lanes of a row trade
@@ -517,6 +600,7 @@ __global__ void __launch_bounds__((CONSUMERS + 1) * 128, 1)
         }
       }
     }
+    if (EPI && t == 0) bulk_wait_all();  // D written before the block ends
   }
   // No CTA leaves while its peer may still multicast into it or arrive on its barriers.
   if (CLUSTER > 1) cluster_sync();

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "families/family.hpp"
 #include "families/gemm/gemm_tc.hpp"
@@ -275,6 +276,43 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
        {{"SPLITK", 4}, {"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}},
        0.5f,
        "nt"},
+      // The epilogue through shared memory and the TMA (EPI = 1, beta = 0): shared tiles, two
+      // m64 MMAs, turns, clusters, the persistent grid (a block's buffers reused from unit to
+      // unit), f32 and 16-bit C, every op; with beta != 0 the same kernel stores from the
+      // registers.
+      {"bf16", "bf16", 1000, 3000, 520, {{"EPI", 1}}, 0.0f},
+      {"f16", "f32", 2500, 3000, 136, {{"CLUSTER", 2}, {"PERSIST", 1}, {"EPI", 1}}, 0.0f},
+      {"f16",
+       "f16",
+       77,
+       1025,
+       4100,
+       {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}, {"EPI", 1}},
+       0.0f},
+      {"bf16",
+       "bf16",
+       1000,
+       1500,
+       700,
+       {{"PINGPONG", 1}, {"WM", 128}, {"BN", 128}, {"EPI", 1}},
+       0.0f},
+      {"tf32",
+       "f32",
+       1000,
+       1500,
+       700,
+       {{"PINGPONG", 1}, {"WM", 64}, {"BN", 192}, {"EPI", 1}},
+       0.0f},
+      {"bf16",
+       "bf16",
+       2500,
+       3000,
+       136,
+       {{"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}, {"PINGPONG", 1}, {"EPI", 1}},
+       0.0f,
+       "nn"},
+      {"f16", "f32", 1000, 3000, 520, {{"EPI", 1}}, 0.0f, "tt"},
+      {"bf16", "bf16", 1000, 3000, 520, {{"EPI", 1}}, 0.5f, "nt"},
   };
   std::uint64_t seed = 7;
   for (const Case& c : cases) run_case(gemm_tc_family(), ktune_held_device, cache, c, ++seed);
@@ -865,6 +903,80 @@ TEST(GemmTcGpu, TypedGemmAndAllowTf32AreGemmEx) {
   std::size_t differ = 0;
   for (std::size_t i = 0; i < want.size(); ++i) differ += fp32[i] != want[i];
   EXPECT_GT(differ, want.size() / 2) << "the FP32 path gave the tf32 bits";
+}
+
+// EPI = 1 stores the bits EPI = 0 stores: the same products, rounded the same way, and nothing
+// outside C's rows and matrices (C starts as a pattern no product gives). Strided batches (the
+// 3-D store map), edges in both directions, both tile schedules, f32 and 16-bit C; C's rows not
+// 16 bytes apart: the TMA cannot store them, the kernel stores from the registers.
+TEST(GemmTcGpu, TheTmaStoreEpilogueWritesTheBitsOfTheRegisterStores) {
+  KTUNE_REQUIRE_GPU();
+  if (ktune_held_device.limits().cc_major != 9)
+    GTEST_SKIP() << "gemm_tc runs on sm_90 only; this GPU is " << ktune_held_device.limits().arch();
+  KernelCache cache(ktune_held_device, nullptr);
+  const Family& f = gemm_tc_family();
+  struct Run {
+    std::string dtype, out;
+    std::int64_t m, n, k, batch, ldc_pad;  // ldc: m rounded up to 8, and ldc_pad
+    Config changes;
+  };
+  const std::vector<Run> runs = {
+      {"bf16", "bf16", 333, 517, 304, 3, 8, {}},
+      {"f16", "f32", 1000, 700, 200, 2, 4, {{"PINGPONG", 1}, {"PERSIST", 1}}},
+      {"tf32", "f32", 130, 1100, 96, 4, 12, {{"BN", 128}, {"WM", 128}, {"CONSUMERS", 1}}},
+      {"bf16", "f32", 700, 900, 136, 1, 1, {}},  // rows of C 4 bytes past 16: registers
+      {"f16", "f16", 2100, 260, 64, 1, 8, {{"CLUSTER", 2}, {"BN", 128}}},
+  };
+  std::mt19937_64 rng(23);
+  std::uniform_int_distribution<int> pick(-128, 128);
+  for (const Run& r : runs) {
+    const bool out16 = r.out != "f32";
+    const std::int64_t align = r.dtype == "tf32" ? 4 : 8;
+    Problem p = gemm_tc_problem(r.dtype, r.out, true, false, r.m, r.n, r.k, align, r.batch);
+    Config config = f.default_config(p, ktune_held_device.limits());
+    for (const auto& [name, value] : r.changes) config[name] = value;
+    config["SPLITK"] = 1;
+    const std::int64_t lda = r.k, ldb = r.k, ldc = (r.m + 7) / 8 * 8 + r.ldc_pad;
+    const std::int64_t sa = lda * r.m + 8, sb = ldb * r.n + 16, sc = ldc * r.n + 8;
+    std::vector<double> a(static_cast<std::size_t>(sa * r.batch)),
+        b(static_cast<std::size_t>(sb * r.batch));
+    for (auto& v : a) v = pick(rng) / 128.0;
+    for (auto& v : b) v = pick(rng) / 128.0;
+    const auto ha = encode_inputs(a, r.dtype), hb = encode_inputs(b, r.dtype);
+    detail::DeviceBuffer da(ha.size()), db(hb.size());
+    upload(da.get(), ha);
+    upload(db.get(), hb);
+    const std::size_t c_bytes = static_cast<std::size_t>(sc * r.batch) * (out16 ? 2 : 4);
+    std::vector<std::vector<unsigned char>> got;
+    for (int epi : {0, 1}) {
+      config["EPI"] = epi;
+      const std::string label = p.key() + " " + to_string(config);
+      ASSERT_EQ(f.reject(config, p, ktune_held_device.limits()), "") << label;
+      detail::DeviceBuffer dc(c_bytes);
+      upload(dc.get(), std::vector<unsigned char>(c_bytes, 0x7f));
+      TcCall call;
+      call.dtype = r.dtype, call.out = r.out;
+      call.trans_a = true, call.trans_b = false;
+      call.m = r.m, call.n = r.n, call.k = r.k;
+      call.alpha = 1.5f, call.beta = 0.0f;
+      call.a = reinterpret_cast<const void*>(da.get()), call.lda = lda;
+      call.b = reinterpret_cast<const void*>(db.get()), call.ldb = ldb;
+      call.c = reinterpret_cast<void*>(dc.get()), call.ldc = ldc;
+      call.batch = r.batch, call.stride_a = sa, call.stride_b = sb, call.stride_c = sc;
+      auto kernel = cache.get(f.compile_request(config, p, ktune_held_device.limits().arch()));
+      gemm_tc_launch(f, *kernel, config, call, nullptr);
+      testing::synchronize();
+      got.push_back(download<unsigned char>(dc.get(), c_bytes));
+    }
+    const std::string label = p.key() + " " + to_string(config);
+    std::size_t differ = 0, first = 0;
+    for (std::size_t i = 0; i < c_bytes; ++i)
+      if (got[0][i] != got[1][i] && differ++ == 0) first = i;
+    EXPECT_EQ(differ, 0u) << label << ": first differing byte " << first;
+    // Something was computed: the first element is no longer the pattern.
+    const std::vector<unsigned char> pattern(out16 ? 2 : 4, 0x7f);
+    EXPECT_NE(std::memcmp(got[1].data(), pattern.data(), pattern.size()), 0) << label;
+  }
 }
 
 TEST(GemmTcGpu, StridedBatchesMatchTheHostReferencePerMatrix) {

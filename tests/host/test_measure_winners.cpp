@@ -165,8 +165,12 @@ TEST(Transfer, AnFp16TensorCoreShapeStartsFromTheBf16WinnerOfTheSameShape) {
   EXPECT_EQ(s.seeded, 4u);
   // bf16 of the shape (0.25), tf32 of the shape (1 for the type, 1 for C in f32, 0.85 for the
   // alignment), fp16 at 4096^3 (3 doublings of about 1 each), fp16 nn at 8192^3 (6 + 1).
-  // Rows stored before SPLITK existed: measured unsplit (the parameter's first value).
-  auto now = [](std::string config) { return config.insert(config.find("STAGES"), "SPLITK=1,"); };
+  // Rows stored before SPLITK and EPI existed: measured unsplit with the register stores (the
+  // parameters' first values).
+  auto now = [](std::string config) {
+    config.insert(config.find("GROUP"), "EPI=0,");
+    return config.insert(config.find("STAGES"), "SPLITK=1,");
+  };
   const std::vector<std::string> want = {now(bf16_same), now(tf32_same), now(f16_bigger),
                                          now(f16_other_op)};
   EXPECT_EQ(runner.measured, want);
