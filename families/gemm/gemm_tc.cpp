@@ -335,8 +335,8 @@ class GemmTcFamily final : public TcFamilyBase {
         {"EPI",
          {0, 1},
          "1: each consumer writes its tile to shared memory 128 bytes of columns at a time and a "
-         "TMA store copies it to C while it goes on (beta = 0 and 16-byte aligned rows of C; "
-         "else, and 0: stores from the registers)"},
+         "TMA store copies it to C while it goes on (where beta = 0 and C's rows start and end "
+         "16-byte aligned; else, and 0: stores from the registers)"},
     };
   }
   std::string name() const override { return "gemm_tc"; }
@@ -731,14 +731,17 @@ TmaMap tensor_map(const std::string& dtype, const void* ptr, std::int64_t k, std
 
 // The tensor map of the epilogue's stores (EPI = 1): D of `batch` matrices of rows x cols (rows
 // of ld elements, matrices stride apart), boxes of 128 bytes of columns by box_rows rows, in the
-// layout of the 128-byte swizzle; nothing is written past the edges. nullopt where the TMA cannot
-// store D: its address or rows (or matrices) not 16-byte aligned.
+// layout of the 128-byte swizzle. nullopt where the TMA cannot store D: its address or rows (or
+// matrices) not 16-byte aligned, or its rows' length (cols) not a multiple of 16 bytes: on an
+// H200 a box across the end of a row was written up to the next 16 bytes (bf16 C of 2500 or 333
+// columns in rows of ldc 2504 and 344: 3 to 4 elements past the row's end), where C's columns
+// must end.
 std::optional<TmaMap> store_map(const std::string& out, void* ptr, std::int64_t cols,
                                 std::int64_t rows, std::int64_t ld, std::int64_t box_rows,
                                 std::int64_t batch, std::int64_t stride) {
   const std::int64_t elem = out == "f32" ? 4 : 2;
   if (reinterpret_cast<std::uintptr_t>(ptr) % 16 != 0 || (ld * elem) % 16 != 0 ||
-      (batch > 1 && (stride * elem) % 16 != 0))
+      (cols * elem) % 16 != 0 || (batch > 1 && (stride * elem) % 16 != 0))
     return std::nullopt;
   TmaMap map{};
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),

@@ -346,9 +346,9 @@ __device__ __forceinline__ void cluster_sync() {
 // of one matrix), partial sums to p.d (OUT 0, alpha 1, beta 0: the host's choice); a k-tile past
 // the end of k is neither loaded nor multiplied, but passes through the ring like the others, so
 // that every unit takes p.kt_per positions of it.
-// EPI: 1: where p.tma_d (the host's choice: beta 0, D's rows 16-byte aligned) each consumer
-// warpgroup writes its tile, 128 bytes of columns at a time, into one of two shared-memory buffers
-// that map_d's store copies to D while the next part is written (and the next unit's k-loop
+// EPI: 1: where p.tma_d (the host's choice: beta 0, D's rows 16-byte aligned and long) each
+// consumer warpgroup writes its tile, 128 bytes of columns at a time, into one of two shared-memory
+// buffers that map_d's store copies to D while the next part is written (and the next unit's k-loop
 // runs); 0: the accumulators go to D directly (map_d unused).
 template <int IN, int OUT, int MNX, int MNY, int BATCHED, int SPLIT, int BN, int WM, int CONSUMERS,
           int STAGES, int GROUP, int CLUSTER, int PINGPONG, int EPI>

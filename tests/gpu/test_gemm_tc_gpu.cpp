@@ -276,18 +276,19 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
        {{"SPLITK", 4}, {"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}},
        0.5f,
        "nt"},
-      // The epilogue through shared memory and the TMA (EPI = 1, beta = 0): shared tiles, two
-      // m64 MMAs, turns, clusters, the persistent grid (a block's buffers reused from unit to
-      // unit), f32 and 16-bit C, every op; with beta != 0 the same kernel stores from the
-      // registers.
+      // The epilogue through shared memory and the TMA (EPI = 1, beta = 0; C's columns a
+      // multiple of 16 bytes, the last tile's part of a box): shared tiles, two m64 MMAs, turns,
+      // clusters, the persistent grid (a block's buffers reused from unit to unit), f32 and
+      // 16-bit C, every op; with beta != 0, or C's columns not a multiple of 16 bytes (2500 of
+      // bf16), the same kernel stores from the registers.
       {"bf16", "bf16", 1000, 3000, 520, {{"EPI", 1}}, 0.0f},
       {"f16", "f32", 2500, 3000, 136, {{"CLUSTER", 2}, {"PERSIST", 1}, {"EPI", 1}}, 0.0f},
       {"f16",
        "f16",
-       77,
+       120,
        1025,
        4100,
-       {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}, {"EPI", 1}},
+       {{"CONSUMERS", 1}, {"WM", 128}, {"BN", 128}, {"SPLITK", 1}, {"EPI", 1}},
        0.0f},
       {"bf16",
        "bf16",
@@ -303,6 +304,14 @@ TEST(GemmTcGpu, EveryCodePathMatchesTheHostReference) {
        700,
        {{"PINGPONG", 1}, {"WM", 64}, {"BN", 192}, {"EPI", 1}},
        0.0f},
+      {"bf16",
+       "bf16",
+       2504,
+       3000,
+       136,
+       {{"BN", 256}, {"CLUSTER", 2}, {"PERSIST", 1}, {"PINGPONG", 1}, {"EPI", 1}},
+       0.0f,
+       "nn"},
       {"bf16",
        "bf16",
        2500,
@@ -908,7 +917,8 @@ TEST(GemmTcGpu, TypedGemmAndAllowTf32AreGemmEx) {
 // EPI = 1 stores the bits EPI = 0 stores: the same products, rounded the same way, and nothing
 // outside C's rows and matrices (C starts as a pattern no product gives). Strided batches (the
 // 3-D store map), edges in both directions, both tile schedules, f32 and 16-bit C; C's rows not
-// 16 bytes apart: the TMA cannot store them, the kernel stores from the registers.
+// 16 bytes apart or not a multiple of 16 bytes long: the TMA cannot store them, the kernel
+// stores from the registers.
 TEST(GemmTcGpu, TheTmaStoreEpilogueWritesTheBitsOfTheRegisterStores) {
   KTUNE_REQUIRE_GPU();
   if (ktune_held_device.limits().cc_major != 9)
@@ -921,8 +931,9 @@ TEST(GemmTcGpu, TheTmaStoreEpilogueWritesTheBitsOfTheRegisterStores) {
     Config changes;
   };
   const std::vector<Run> runs = {
-      {"bf16", "bf16", 333, 517, 304, 3, 8, {}},
-      {"f16", "f32", 1000, 700, 200, 2, 4, {{"PINGPONG", 1}, {"PERSIST", 1}}},
+      {"bf16", "bf16", 336, 517, 304, 3, 8, {}},
+      {"bf16", "bf16", 333, 517, 304, 3, 8, {}},  // rows of 666 bytes: registers
+      {"f16", "f32", 2000, 700, 200, 4, 4, {{"PINGPONG", 1}, {"PERSIST", 1}}},
       {"tf32", "f32", 130, 1100, 96, 4, 12, {{"BN", 128}, {"WM", 128}, {"CONSUMERS", 1}}},
       {"bf16", "f32", 700, 900, 136, 1, 1, {}},  // rows of C 4 bytes past 16: registers
       {"f16", "f16", 2100, 260, 64, 1, 8, {{"CLUSTER", 2}, {"BN", 128}}},
