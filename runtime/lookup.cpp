@@ -213,19 +213,25 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
           return from_row(LookupStep::kExact, row, *c);
     std::vector<ResultRecord> best;  // read after the predicted step, which needs it not
     // The usable row nearest to the problem (the family's nearest_distance: by default the same
-    // attributes and a log-scale distance in sizes) among those `eligible` accepts.
-    auto nearest = [&](LookupStep step, auto eligible) -> std::optional<LookupResult> {
+    // attributes and a log-scale distance in sizes, in doublings) among those of this device and
+    // the other GPUs of its architecture, these kOtherDevice farther: a problem tuned exactly on
+    // a sibling GPU (an H100's tf32 winner on an H200) answers before another size tuned here
+    // (one tf32 row of 1024^3 tuned on the H200 had answered every other size with its small
+    // tile, at 0.61 to 0.69 x cuBLASLt).
+    auto nearest = [&]() -> std::optional<LookupResult> {
       const ResultRecord* found = nullptr;
       std::optional<Config> config;
       double best_distance = std::numeric_limits<double>::infinity();
       for (const auto& row : best) {
-        if (!eligible(row)) continue;
+        if (row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor)
+          continue;
         double d;
         try {
           d = family.nearest_distance(problem, family.parse_problem(row.problem));
         } catch (const Error&) {
           continue;
         }
+        if (!same_device(row)) d += kOtherDevice;
         if (d >= best_distance) continue;
         if (auto c = usable(row, family, problem, limits)) {
           best_distance = d;
@@ -234,7 +240,8 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         }
       }
       if (!found) return std::nullopt;
-      return from_row(step, *found, *config);
+      return from_row(same_device(*found) ? LookupStep::kNearest : LookupStep::kSameArch, *found,
+                      *config);
     };
     // 2. predicted: every configuration measured on this device or another GPU of its
     //    architecture, adapted, with its variants, ranked by the family's model.
@@ -274,14 +281,9 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (auto r = predicted(measured, nearby, other_device, family, problem, device)) return *r;
     }
     best = db->best_results(family.name(), hash);
-    // 3. nearest tuned problem of this device
-    if (auto r = nearest(LookupStep::kNearest, same_device)) return *r;
-    // 4. the same compute capability on another device: nearest problem there
-    if (auto r = nearest(LookupStep::kSameArch, [&](const ResultRecord& row) {
-          return !same_device(row) && row.device.cc_major == limits.cc_major &&
-                 row.device.cc_minor == limits.cc_minor;
-        }))
-      return *r;
+    // 3. and 4. the nearest tuned problem of this device (nearest), or of another GPU of its
+    //    compute capability (same-arch), that one kOtherDevice farther
+    if (auto r = nearest()) return *r;
   }
   // 5. built-in default, valid for every problem
   LookupResult r;

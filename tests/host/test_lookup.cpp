@@ -123,6 +123,28 @@ TEST_F(Lookup, ExactThenNearestThenSameArchThenDefault) {
   EXPECT_EQ(other.step, LookupStep::kDefault);
 }
 
+// Without a model, the nearest row of this GPU and those of the other GPUs of its architecture
+// compete, these one doubling of a size farther: a sibling's row of the very problem answers
+// before a size tuned here four doublings away, and a size here half a doubling away before the
+// sibling's exact row.
+TEST_F(Lookup, ASiblingGpusExactProblemAnswersBeforeAnotherSizeHere) {
+  put(h200_, "align=16;dtype=f32;n=1024;op=copy", kC, 1.0);
+  put(h100_, "align=16;dtype=f32;n=16384;op=copy", kA, 1.0);
+  auto sibling = lookup_config(db_.get(), h200_, family(), p("align=16;dtype=f32;n=16384;op=copy"));
+  EXPECT_EQ(sibling.step, LookupStep::kSameArch);
+  EXPECT_EQ(to_string(sibling.config), kA);
+  EXPECT_NE(sibling.device.find("H100"), std::string::npos);
+  auto here = lookup_config(db_.get(), h200_, family(), p("align=16;dtype=f32;n=1448;op=copy"));
+  EXPECT_EQ(here.step, LookupStep::kNearest);
+  EXPECT_EQ(to_string(here.config), kC);
+  auto between = lookup_config(db_.get(), h200_, family(), p("align=16;dtype=f32;n=8192;op=copy"));
+  EXPECT_EQ(between.step, LookupStep::kSameArch);  // 3 doublings here, 1 + 1 there
+  EXPECT_EQ(to_string(between.config), kA);
+  auto closer = lookup_config(db_.get(), h200_, family(), p("align=16;dtype=f32;n=2048;op=copy"));
+  EXPECT_EQ(closer.step, LookupStep::kNearest);  // 1 doubling here, 3 + 1 there
+  EXPECT_EQ(to_string(closer.config), kC);
+}
+
 TEST_F(Lookup, StaleAndInvalidRowsAreSkipped) {
   put(h100_, "align=16;dtype=f64;n=1024;op=copy", kA, 1.0, "stale-template-hash");
   // VEC=4 is not valid for f64: such a row (imported by hand, say) must not be used.
