@@ -729,20 +729,23 @@ TmaMap tensor_map(const std::string& dtype, const void* ptr, std::int64_t k, std
   return map;
 }
 
-// The tensor map of the epilogue's stores (EPI = 1): D of `batch` matrices of rows x cols (rows
-// of ld elements, matrices stride apart), boxes of 128 bytes of columns by box_rows rows, in the
-// layout of the 128-byte swizzle. nullopt where the TMA cannot store D: its address or rows (or
-// matrices) not 16-byte aligned, or its rows' length (cols) not a multiple of 16 bytes: on an
-// H200 a box across the end of a row was written up to the next 16 bytes (bf16 C of 2500 or 333
-// columns in rows of ldc 2504 and 344: 3 to 4 elements past the row's end), where C's columns
-// must end.
-std::optional<TmaMap> store_map(const std::string& out, void* ptr, std::int64_t cols,
-                                std::int64_t rows, std::int64_t ld, std::int64_t box_rows,
-                                std::int64_t batch, std::int64_t stride) {
+// Whether the TMA can store D of `batch` matrices of rows of `cols` elements of `out`, ld apart
+// (matrices stride apart): its address, rows and matrices 16-byte aligned, and its rows a whole
+// number of 16 bytes long. On an H200 a box across the end of a row was written up to the next
+// 16 bytes (bf16 C of 2500 or 333 columns in rows of ldc 2504 and 344: 3 to 4 elements past the
+// row's end), where C's columns must end.
+bool tma_storable(const std::string& out, const void* ptr, std::int64_t cols, std::int64_t ld,
+                  std::int64_t batch, std::int64_t stride) {
   const std::int64_t elem = out == "f32" ? 4 : 2;
-  if (reinterpret_cast<std::uintptr_t>(ptr) % 16 != 0 || (ld * elem) % 16 != 0 ||
-      (cols * elem) % 16 != 0 || (batch > 1 && (stride * elem) % 16 != 0))
-    return std::nullopt;
+  return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 && (ld * elem) % 16 == 0 &&
+         (cols * elem) % 16 == 0 && (batch == 1 || (stride * elem) % 16 == 0);
+}
+
+// The tensor map of the epilogue's stores (EPI = 1) of such a D (tma_storable), rows x cols:
+// boxes of 128 bytes of columns by box_rows rows, in the layout of the 128-byte swizzle.
+TmaMap store_map(const std::string& out, void* ptr, std::int64_t cols, std::int64_t rows,
+                 std::int64_t ld, std::int64_t box_rows, std::int64_t batch, std::int64_t stride) {
+  const std::int64_t elem = out == "f32" ? 4 : 2;
   TmaMap map{};
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
                               static_cast<cuuint64_t>(batch)};
@@ -1243,6 +1246,13 @@ Problem gemm_tc_problem(const std::string& dtype, const std::string& out, bool t
   return p;
 }
 
+bool gemm_tc_tma_store(const Config& config, const TcCall& call) {
+  const Tile t = tile_of(config);
+  return t.epi && t.split == 1 && call.beta == 0.0f &&
+         tma_storable(call.out, call.c, view_of(call.m, call.n, call.k).n, call.ldc, call.batch,
+                      call.stride_c);
+}
+
 int gemm_tc_alignment(const TcCall& call) {
   const int elem = static_cast<int>(in_bytes(call.dtype));
   for (int v : {8, 4, 2}) {
@@ -1284,12 +1294,10 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
   // EPI: C through the TMA where beta is 0 and C's rows allow it (else the kernel's stores from
   // the registers; a split k has no EPI).
   TmaMap map_d{};
-  if (t.epi && call.beta == 0.0f)
-    if (auto map =
-            store_map(call.out, call.c, v.n, v.m, call.ldc, t.wm, call.batch, call.stride_c)) {
-      map_d = *map;
-      args.tma_d = 1;
-    }
+  if (gemm_tc_tma_store(config, call)) {
+    map_d = store_map(call.out, call.c, v.n, v.m, call.ldc, t.wm, call.batch, call.stride_c);
+    args.tma_d = 1;
+  }
   // A split k (the kernel compiled with SPLIT: SPLITK > 1): the runs' partial sums go to scratch
   // as f32 matrices of rows of ldw (a multiple of 8: the 16-byte stores), then the sum into C.
   CUdeviceptr partial = 0;

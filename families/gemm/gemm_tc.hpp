@@ -50,6 +50,12 @@ int gemm_tc_kernel_align(const std::string& dtype);
 // their leading dimensions and (batch > 1) their batch strides.
 int gemm_tc_alignment(const TcCall& call);
 
+// Whether gemm_tc with `config` (EPI = 1, no split k) stores this call's C through shared memory
+// and the TMA: beta = 0, C's address, rows (ldc) and, for a batch, matrices 16-byte aligned, and
+// its columns of the kernel's view (the call's m) a whole number of 16 bytes. Otherwise the kernel
+// stores from the registers.
+bool gemm_tc_tma_store(const Config& config, const TcCall& call);
+
 // How far a computed element of C may be from the exact sum ref of its k products (values of a
 // 16-bit type, or of tf32, multiply exactly) whose magnitudes add up to absref, for C of type
 // `out`: |c - ref| <= rel |ref| + acc absref. rel is the output's rounding (2^-8 for bf16, 2^-11

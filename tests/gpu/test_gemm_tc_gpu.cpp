@@ -929,14 +929,15 @@ TEST(GemmTcGpu, TheTmaStoreEpilogueWritesTheBitsOfTheRegisterStores) {
     std::string dtype, out;
     std::int64_t m, n, k, batch, ldc_pad;  // ldc: m rounded up to 8, and ldc_pad
     Config changes;
+    bool tma;  // EPI = 1 stores C through the TMA (else from the registers)
   };
   const std::vector<Run> runs = {
-      {"bf16", "bf16", 336, 517, 304, 3, 8, {}},
-      {"bf16", "bf16", 333, 517, 304, 3, 8, {}},  // rows of 666 bytes: registers
-      {"f16", "f32", 2000, 700, 200, 4, 4, {{"PINGPONG", 1}, {"PERSIST", 1}}},
-      {"tf32", "f32", 130, 1100, 96, 4, 12, {{"BN", 128}, {"WM", 128}, {"CONSUMERS", 1}}},
-      {"bf16", "f32", 700, 900, 136, 1, 1, {}},  // rows of C 4 bytes past 16: registers
-      {"f16", "f16", 2100, 260, 64, 1, 8, {{"CLUSTER", 2}, {"BN", 128}}},
+      {"bf16", "bf16", 336, 517, 304, 3, 8, {}, true},
+      {"bf16", "bf16", 333, 517, 304, 3, 8, {}, false},  // rows of 666 bytes
+      {"f16", "f32", 2000, 700, 200, 4, 4, {{"PINGPONG", 1}, {"PERSIST", 1}}, true},
+      {"tf32", "f32", 130, 1100, 96, 4, 12, {{"BN", 128}, {"WM", 128}, {"CONSUMERS", 1}}, true},
+      {"bf16", "f32", 700, 900, 136, 1, 1, {}, false},  // rows of C 4 bytes past 16
+      {"f16", "f16", 2100, 260, 64, 1, 8, {{"CLUSTER", 2}, {"BN", 128}}, true},
   };
   std::mt19937_64 rng(23);
   std::uniform_int_distribution<int> pick(-128, 128);
@@ -974,6 +975,7 @@ TEST(GemmTcGpu, TheTmaStoreEpilogueWritesTheBitsOfTheRegisterStores) {
       call.b = reinterpret_cast<const void*>(db.get()), call.ldb = ldb;
       call.c = reinterpret_cast<void*>(dc.get()), call.ldc = ldc;
       call.batch = r.batch, call.stride_a = sa, call.stride_b = sb, call.stride_c = sc;
+      EXPECT_EQ(gemm_tc_tma_store(config, call), epi == 1 && r.tma) << label;
       auto kernel = cache.get(f.compile_request(config, p, ktune_held_device.limits().arch()));
       gemm_tc_launch(f, *kernel, config, call, nullptr);
       testing::synchronize();

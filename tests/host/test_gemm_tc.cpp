@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "families/family.hpp"
@@ -100,7 +101,9 @@ TEST(GemmTc, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
       if (c.at("PINGPONG")) {
         EXPECT_EQ(c.at("CONSUMERS"), 2) << to_string(c);
       }
-      const std::int64_t smem = c.at("STAGES") * (bm + bn) * 128 + 1024;  // 128 bytes of k
+      // 128 bytes of k a stage row; EPI: two buffers of WM rows of 128 bytes per consumer.
+      const std::int64_t smem = c.at("STAGES") * (bm + bn) * 128 + 1024 +
+                                (c.at("EPI") ? c.at("CONSUMERS") * 2 * c.at("WM") * 128 : 0);
       EXPECT_LE(smem, kH100.smem_per_block_optin) << to_string(c);
       EXPECT_LE(c.at("WM") / 64 * bn, 256) << "accumulators: " << to_string(c);
       EXPECT_EQ(f.block_threads(c, p), (c.at("CONSUMERS") + 1) * 128);
@@ -136,6 +139,70 @@ TEST(GemmTc, ConstraintsKeepEveryConfigWithinTheDeviceLimits) {
       "shared memory"));
   EXPECT_TRUE(contains(f.reject(f.default_config(flat, kH100), flat, DeviceLimits::for_arch(8, 0)),
                        "needs sm_90"));
+}
+
+// EPI: the epilogue through shared memory and the TMA. Its buffers count in the shared memory
+// (the usual 128 x 256 tile keeps its four stages; turns on 64 x 256 tiles lose their fifth), a
+// split k stores directly (refused, and dropped by adapt where a split is chosen), and a call's C
+// is stored by the TMA only where beta is 0 and its address, rows, matrices and row length are
+// whole 16 bytes.
+TEST(GemmTc, EpilogueThroughTheTmaWhereSharedMemoryAndCAllowIt) {
+  const Family& f = find_family("gemm_tc");
+  const Problem big = gemm_tc_problem("bf16", "bf16", true, false, 4096, 4096, 4096, 8);
+  Config c = f.default_config(big, kH100);
+  ASSERT_EQ(c.at("BN"), 256);
+  ASSERT_EQ(c.at("STAGES"), 4);
+  c["EPI"] = 1;
+  EXPECT_EQ(f.reject(c, big, kH100), "");  // 4 x 48 KiB + 32 KiB + 1 KiB
+  // Turns (64 x 256 a consumer): five stages of 40 KiB fit, and not with EPI's 32 KiB.
+  c["PINGPONG"] = 1, c["STAGES"] = 5, c["EPI"] = 0;
+  EXPECT_EQ(f.reject(c, big, kH100), "");
+  c["EPI"] = 1;
+  EXPECT_EQ(f.reject(c, big, kH100), "more shared memory than a block may have");
+  // Few tiles and a long k: a split, and no EPI with it.
+  const Problem deep = gemm_tc_problem("bf16", "bf16", true, false, 256, 512, 65536, 8);
+  Config split = f.default_config(deep, kH100);
+  ASSERT_GT(split.at("SPLITK"), 1);
+  split["EPI"] = 1;
+  EXPECT_TRUE(contains(f.reject(split, deep, kH100), "EPI"));
+  Config tuned = f.default_config(big, kH100);
+  tuned["EPI"] = 1;
+  const Config adapted = f.adapt(tuned, deep, kH100);
+  EXPECT_GT(adapted.at("SPLITK"), 1);
+  EXPECT_EQ(adapted.at("EPI"), 0);
+  EXPECT_EQ(f.reject(adapted, deep, kH100), "");
+  EXPECT_EQ(f.adapt(tuned, big, kH100).at("EPI"), 1);  // its own problem: kept
+
+  // The call: C of m = 1000 bf16 (2000 bytes a row) at a 256-aligned address, ldc 1008.
+  Config epi = f.default_config(big, kH100);
+  epi["EPI"] = 1;
+  TcCall call;
+  call.dtype = "bf16", call.out = "bf16";
+  call.m = 1000, call.n = 3000, call.k = 520;
+  call.c = reinterpret_cast<void*>(std::uintptr_t{1} << 20);
+  call.ldc = 1008;
+  EXPECT_TRUE(gemm_tc_tma_store(epi, call));
+  EXPECT_FALSE(gemm_tc_tma_store(f.default_config(big, kH100), call));  // EPI = 0
+  TcCall other = call;
+  other.beta = 0.5f;  // C read: the registers' path
+  EXPECT_FALSE(gemm_tc_tma_store(epi, other));
+  other = call;
+  other.ldc = 1001;  // rows 2002 bytes apart
+  EXPECT_FALSE(gemm_tc_tma_store(epi, other));
+  other = call;
+  other.m = 999, other.ldc = 1008;  // rows of 1998 bytes
+  EXPECT_FALSE(gemm_tc_tma_store(epi, other));
+  other = call;
+  other.c = reinterpret_cast<void*>((std::uintptr_t{1} << 20) + 8);
+  EXPECT_FALSE(gemm_tc_tma_store(epi, other));
+  other = call;
+  other.out = "f32", other.m = 1004, other.ldc = 1008;  // 4016 bytes: f32 rows of 4 x 1004
+  EXPECT_TRUE(gemm_tc_tma_store(epi, other));
+  other = call;
+  other.batch = 3, other.stride_c = 1008 * 3000 + 4;  // matrices 8 bytes off 16
+  EXPECT_FALSE(gemm_tc_tma_store(epi, other));
+  other.stride_c = 1008 * 3000 + 8;
+  EXPECT_TRUE(gemm_tc_tma_store(epi, other));
 }
 
 TEST(GemmTc, DefaultIsValidForEveryProblemShape) {
