@@ -13,11 +13,13 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "core/util.hpp"
@@ -394,15 +396,20 @@ void Database::open_file() {
 // Refuses what ktune did not write, reading only: another application's SQLite file, a schema
 // version ktune never wrote (negative, or newer), views or triggers in place of ktune's tables
 // (a view can make every read run for ever; a trigger would run its own SQL on our writes).
+// The three reads share one read transaction: read one by one, another process creating the
+// schema between them made a new file look like tables without a version (seen in CI with four
+// tuners opening one new file).
 void Database::check_identity() {
-  const int version = schema_version();
-  const int app_id = db_->execAndGet("PRAGMA application_id").getInt();
+  int version = 0, app_id = 0;
   std::vector<std::pair<std::string, std::string>> objects;  // (type, name)
   {
+    SQLite::Transaction snapshot(*db_, SQLite::TransactionBehavior::DEFERRED);
+    version = schema_version();
+    app_id = db_->execAndGet("PRAGMA application_id").getInt();
     SQLite::Statement q(*db_, "SELECT type, name FROM sqlite_master");
     while (q.executeStep())
       objects.emplace_back(q.getColumn(0).getString(), q.getColumn(1).getString());
-  }
+  }  // rolled back: it only read
   const std::string at = "database " + path_ + ": ";
   if (version < 0)
     throw Error(ErrorCode::kDatabase, at + "schema version " + std::to_string(version) +
@@ -454,7 +461,24 @@ void Database::choose_journal() {
       why = fs_name;
     }
   }
-  db_->exec("PRAGMA journal_mode=" + journal);
+  // The mode is kept in the file, so a database opened before needs no change. A change takes
+  // the file's exclusive lock and SQLite answers SQLITE_BUSY at once, without its busy handler,
+  // while another connection reads: connections opening one new file together each waited for
+  // none and failed ("locked"). So this waits as a busy handler would, up to the same timeout.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (db_->execAndGet("PRAGMA journal_mode").getString() != journal)
+        db_->exec("PRAGMA journal_mode=" + journal);
+      break;
+    } catch (const SQLite::Exception& e) {
+      if ((e.getErrorCode() & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline)
+        throw;
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::min(1 << std::min(attempt, 5), 20)));
+    }
+  }
   db_->exec(journal == "wal" ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL");
   if (!why.empty() && !g_network_notice_given.exchange(true))
     notices_.push_back("database " + path_ + " is on a network filesystem (" + why +

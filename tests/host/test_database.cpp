@@ -1,12 +1,13 @@
 // Host tests: the SQLite database in temporary files (round trip, migrations, bad files).
 #include <gtest/gtest.h>
-#include <sqlite3.h>
-
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <latch>
+#include <thread>
 
 #include "db/database.hpp"
 #include "ktune/error.hpp"
@@ -187,6 +188,33 @@ TEST(Database, NewerSchemaIsRejected) {
 TEST(Database, ReadOnlyModeOnMissingFileIsAnError) {
   TempDir dir;
   EXPECT_THROW(Database(dir.file("missing.db"), Database::Mode::kReadOnly), Error);
+}
+
+// Connections opening one new file at once: each checks the file's identity while another may be
+// creating the schema. None may take the half-seen file for a foreign or damaged one (CI once
+// saw "has tables but no schema version" from four tuners starting on one new database).
+TEST(Database, ConnectionsOpeningOneNewFileAtOnceAllSucceed) {
+  TempDir dir;
+  constexpr int kThreads = 8, kFiles = 20;
+  for (int f = 0; f < kFiles; ++f) {
+    const std::string path = dir.file("race" + std::to_string(f) + ".db");
+    std::latch start(kThreads);
+    std::vector<std::string> errors(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        start.arrive_and_wait();
+        try {
+          Database db(path);
+          if (db.schema_version() != Database::kSchemaVersion) errors[t] = "old schema";
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+        }
+      });
+    for (auto& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_EQ(errors[t], "") << "file " << f << ", connection " << t;
+  }
 }
 
 }  // namespace
