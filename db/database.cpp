@@ -968,9 +968,18 @@ std::vector<std::string> Database::measured_problems(const std::string& family,
                                                      const std::string& template_hash) {
   std::vector<std::string> out;
   try {
+    // A skip scan of the index: one seek per problem. SELECT DISTINCT read every row's entry
+    // (3978 for 120 problems of the shipped GEMM presets: 0.35 to 0.8 ms of a first call).
     SQLite::Statement q(*db_,
-                        "SELECT DISTINCT problem FROM results"
-                        " WHERE family = ? AND template_hash = ? AND status = 'ok'");
+                        "WITH RECURSIVE p(problem) AS ("
+                        " SELECT (SELECT min(problem) FROM results"
+                        "  WHERE family = ?1 AND template_hash = ?2 AND status = 'ok')"
+                        " UNION ALL"
+                        " SELECT (SELECT min(problem) FROM results"
+                        "  WHERE family = ?1 AND template_hash = ?2 AND status = 'ok'"
+                        "  AND problem > p.problem)"
+                        " FROM p WHERE p.problem IS NOT NULL)"
+                        " SELECT problem FROM p WHERE problem IS NOT NULL");
     q.bind(1, family);
     q.bind(2, template_hash);
     while (q.executeStep()) out.emplace_back(q.getColumn(0).getText());
@@ -1000,46 +1009,47 @@ std::vector<ResultRecord> Database::measurements(const std::string& family,
         d.sm_count = q.getColumn(4).getInt();
       }
     }
-    // Counted first, so that the rows are read into one allocation: growing a vector of a few
-    // hundred records (576 bytes each) allocated, faulted in and copied each larger block again,
-    // 2.2 of the 2.7 ms this took on the host.
-    SQLite::Statement count(*db_,
-                            "SELECT count(*) FROM results WHERE family = ? AND template_hash = ?"
-                            " AND problem = ? AND status = 'ok'");
-    std::size_t rows = 0;
+    // One pass through the index, read with SQLite's own calls (no column objects), each
+    // problem's text taken from the key asked for. The capacity is reserved generously: growing
+    // a vector of these records (576 bytes each) allocated, faulted in and copied each larger
+    // block again, while memory reserved and never touched costs nothing.
+    out.reserve(problems.size() * 64);
+    sqlite3* h = db_->getHandle();
+    sqlite3_stmt* raw = nullptr;
+    const char* sql =
+        "SELECT id, device_id, config, time_median_ms, metric, unit, origin FROM results"
+        " WHERE family = ?1 AND template_hash = ?2 AND problem = ?3 AND status = 'ok'";
+    if (int rc = sqlite3_prepare_v2(h, sql, -1, &raw, nullptr); rc != SQLITE_OK)
+      throw SQLite::Exception(h, rc);
+    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
+    auto text = [&](int column) {
+      const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(raw, column));
+      return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(raw, column)))
+               : std::string();
+    };
+    sqlite3_bind_text(raw, 1, family.data(), static_cast<int>(family.size()), SQLITE_STATIC);
+    sqlite3_bind_text(raw, 2, template_hash.data(), static_cast<int>(template_hash.size()),
+                      SQLITE_STATIC);
     for (const std::string& problem : problems) {
-      count.reset();
-      count.bind(1, family);
-      count.bind(2, template_hash);
-      count.bind(3, problem);
-      if (count.executeStep()) rows += static_cast<std::size_t>(count.getColumn(0).getInt64());
-    }
-    out.reserve(rows);
-    SQLite::Statement q(
-        *db_,
-        "SELECT id, device_id, problem, config, time_median_ms, metric, unit,"
-        " origin FROM results"
-        " WHERE family = ? AND template_hash = ? AND problem = ? AND status = 'ok'");
-    for (const std::string& problem : problems) {
-      q.reset();
-      q.bind(1, family);
-      q.bind(2, template_hash);
-      q.bind(3, problem);
-      while (q.executeStep()) {
+      sqlite3_reset(raw);
+      sqlite3_bind_text(raw, 3, problem.data(), static_cast<int>(problem.size()), SQLITE_STATIC);
+      int rc;
+      while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
         ResultRecord& r = out.emplace_back();
-        r.id = q.getColumn(0).getInt64();
-        r.device_id = q.getColumn(1).getInt64();
+        r.id = sqlite3_column_int64(raw, 0);
+        r.device_id = sqlite3_column_int64(raw, 1);
         if (auto it = devices.find(r.device_id); it != devices.end()) r.device = it->second;
         r.family = family;
         r.template_hash = template_hash;
-        r.problem = q.getColumn(2).getText();
-        r.config = q.getColumn(3).getText();
+        r.problem = problem;
+        r.config = text(2);
         r.status = status::kOk;
-        r.time_median_ms = q.getColumn(4).getDouble();
-        r.metric = q.getColumn(5).getDouble();
-        r.unit = q.getColumn(6).getText();
-        r.origin = q.getColumn(7).getText();
+        r.time_median_ms = sqlite3_column_double(raw, 3);
+        r.metric = sqlite3_column_double(raw, 4);
+        r.unit = text(5);
+        r.origin = text(6);
       }
+      if (rc != SQLITE_DONE) throw SQLite::Exception(h, rc);
     }
   } catch (const std::exception& e) {
     fail("reading measurements", e);
