@@ -34,8 +34,8 @@ std::string_view to_string(LookupStep step) noexcept {
 namespace {
 
 // A stored configuration (parsed and normalized), adapted to `problem`, if valid for it here.
-std::optional<Config> usable(const Config& normalized, const Family& family,
-                             const Problem& problem, const DeviceLimits& limits) {
+std::optional<Config> usable(const Config& normalized, const Family& family, const Problem& problem,
+                             const DeviceLimits& limits) {
   try {
     family.check_config(normalized);
     Config c = family.adapt(normalized, problem, limits);
