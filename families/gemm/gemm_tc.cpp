@@ -699,34 +699,43 @@ const GemmTc80Family& tc80_family() {
   return instance;
 }
 
-// A tensor map of the `batch` matrices of an operand, `stride` elements apart (3-D; 2-D for one
-// matrix), each of `rows` rows and `k` columns, 128-byte swizzle, zeros past the edges. K-major
-// (rows of k elements, `ld` apart): boxes of 128 bytes of k by box_rows rows. MN-major (columns of
-// `rows` elements, `ld` apart): boxes of 64 row-elements (128 bytes) by the 64 k of a stage. tf32
-// operands are copied as fp32 (the wgmma reads their top 19 bits).
+// A tensor map of `batch` matrices `stride_bytes` apart (3-D; 2-D for one matrix), each of `rows`
+// rows of `cols` elements of `type` (bf16, f16, else 32-bit), `ld_bytes` apart: boxes of box_cols
+// x box_rows in the layout of the 128-byte swizzle, nothing read past the edges (zeros) or
+// written there.
+TmaMap encode_map(const std::string& type, void* ptr, std::int64_t cols, std::int64_t rows,
+                  std::int64_t ld_bytes, std::int64_t batch, std::int64_t stride_bytes,
+                  std::int64_t box_cols, std::int64_t box_rows, CUtensorMapL2promotion promotion) {
+  TmaMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld_bytes),
+                                 static_cast<cuuint64_t>(stride_bytes)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows),
+                             1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  check(driver().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&map),
+                                        type == "bf16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                        : type == "f16" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                                        batch > 1 ? 3 : 2, ptr, dims, strides, box, element_strides,
+                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                        promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled");
+  return map;
+}
+
+// The tensor map of an operand's `batch` matrices, `stride` elements apart, each of `rows` rows
+// and `k` columns. K-major (rows of k elements, `ld` apart): boxes of 128 bytes of k by box_rows
+// rows. MN-major (columns of `rows` elements, `ld` apart): boxes of 64 row-elements (128 bytes)
+// by the 64 k of a stage. tf32 operands are copied as fp32 (the wgmma reads their top 19 bits).
 TmaMap tensor_map(const std::string& dtype, const void* ptr, std::int64_t k, std::int64_t rows,
                   std::int64_t ld, std::int64_t box_rows, bool mn, std::int64_t batch,
                   std::int64_t stride) {
-  TmaMap map{};
   const std::int64_t elem = in_bytes(dtype);
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(mn ? rows : k),
-                              static_cast<cuuint64_t>(mn ? k : rows),
-                              static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * elem),
-                                 static_cast<cuuint64_t>(stride * elem)};
-  const cuuint32_t box[3] = {static_cast<cuuint32_t>(row_elems(dtype)),
-                             static_cast<cuuint32_t>(mn ? row_elems(dtype) : box_rows), 1};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  check(driver().cuTensorMapEncodeTiled(
-            reinterpret_cast<CUtensorMap*>(&map),
-            dtype == "bf16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-            : dtype == "f16" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-            batch > 1 ? 3 : 2, const_cast<void*>(ptr), dims, strides, box, element_strides,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-        "cuTensorMapEncodeTiled");
-  return map;
+  return encode_map(dtype, const_cast<void*>(ptr), mn ? rows : k, mn ? k : rows, ld * elem, batch,
+                    stride * elem, row_elems(dtype), mn ? row_elems(dtype) : box_rows,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 }
 
 // Whether the TMA can store D of `batch` matrices of rows of `cols` elements of `out`, ld apart
@@ -742,28 +751,12 @@ bool tma_storable(const std::string& out, const void* ptr, std::int64_t cols, st
 }
 
 // The tensor map of the epilogue's stores (EPI = 1) of such a D (tma_storable), rows x cols:
-// boxes of 128 bytes of columns by box_rows rows, in the layout of the 128-byte swizzle.
+// boxes of 128 bytes of columns by box_rows rows.
 TmaMap store_map(const std::string& out, void* ptr, std::int64_t cols, std::int64_t rows,
                  std::int64_t ld, std::int64_t box_rows, std::int64_t batch, std::int64_t stride) {
   const std::int64_t elem = out == "f32" ? 4 : 2;
-  TmaMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * elem),
-                                 static_cast<cuuint64_t>(stride * elem)};
-  const cuuint32_t box[3] = {static_cast<cuuint32_t>(kRowBytes / elem),
-                             static_cast<cuuint32_t>(box_rows), 1};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  check(driver().cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap*>(&map),
-                                        out == "bf16"  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                        : out == "f16" ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                                        batch > 1 ? 3 : 2, ptr, dims, strides, box, element_strides,
-                                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                        CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-        "cuTensorMapEncodeTiled");
-  return map;
+  return encode_map(out, ptr, cols, rows, ld * elem, batch, stride * elem, kRowBytes / elem,
+                    box_rows, CU_TENSOR_MAP_L2_PROMOTION_NONE);
 }
 
 std::int64_t round_up(std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; }
@@ -1246,11 +1239,17 @@ Problem gemm_tc_problem(const std::string& dtype, const std::string& out, bool t
   return p;
 }
 
-bool gemm_tc_tma_store(const Config& config, const TcCall& call) {
-  const Tile t = tile_of(config);
+namespace {
+// gemm_tc_tma_store for a configuration's parsed tile (the launch has it at hand).
+bool tma_store(const Tile& t, const TcCall& call) {
   return t.epi && t.split == 1 && call.beta == 0.0f &&
          tma_storable(call.out, call.c, view_of(call.m, call.n, call.k).n, call.ldc, call.batch,
                       call.stride_c);
+}
+}  // namespace
+
+bool gemm_tc_tma_store(const Config& config, const TcCall& call) {
+  return tma_store(tile_of(config), call);
 }
 
 int gemm_tc_alignment(const TcCall& call) {
@@ -1294,7 +1293,7 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
   // EPI: C through the TMA where beta is 0 and C's rows allow it (else the kernel's stores from
   // the registers; a split k has no EPI).
   TmaMap map_d{};
-  if (gemm_tc_tma_store(config, call)) {
+  if (tma_store(t, call)) {
     map_d = store_map(call.out, call.c, v.n, v.m, call.ldc, t.wm, call.batch, call.stride_c);
     args.tma_d = 1;
   }
