@@ -690,6 +690,7 @@ int cmd_explain(const Common& common, const std::string& family_name,
   if (!arch.empty()) arch_limits = limits_for_arch_option(arch, "--arch");
   Choice c;
   std::string answered_from;
+  double lookup_ms = 0;  // the chain's walk, this process's first (as a program's first call)
   if (!gpu.empty() || arch_limits) {
     // No GPU needed: the lookup chain for a named GPU (as the database knows it) or architecture.
     const std::string path = common.resolved_db();
@@ -714,13 +715,19 @@ int cmd_explain(const Common& common, const std::string& family_name,
     } else {
       device.limits = *arch_limits;  // no GPU of this name: the same-arch step answers
     }
+    const auto start = std::chrono::steady_clock::now();
     c = to_choice(lookup_config(db.get(), device, family, problem), family, problem);
+    lookup_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   } else {
     Options options;
     options.database = common.resolved_db();
     options.device = common.device;
     Runtime runtime(options);
+    const auto start = std::chrono::steady_clock::now();
     c = runtime.explain(family_name, problem_key);
+    lookup_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     answered_from = runtime.database_path();
   }
   Table t({"field", "value"});
@@ -733,6 +740,9 @@ int cmd_explain(const Common& common, const std::string& family_name,
   if (c.measured) t.add({"measured", metric_text(*c.measured, c.unit)});
   if (c.predicted_ms) t.add({"predicted", fixed(*c.predicted_ms, 4) + " ms on this problem"});
   t.add({"database", answered_from.empty() ? "none" : answered_from});
+  t.add({"lookup time", fixed(lookup_ms, 2) +
+                            " ms (this process's first lookup, as a new program's "
+                            "first call of this problem)"});
   t.print(std::cout);
   if (!c.candidates.empty()) {
     std::cout << "\ncandidates ranked by the model (the winners of tuned problems, adapted):\n";
