@@ -76,9 +76,9 @@ LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
 constexpr double kOtherAttr = 2.0;
 constexpr double kOtherDevice = 1.0;
 // How many of the measured problems nearest to a problem the step reads. 8 chose what 16 chose
-// for 600 random GEMM shapes on the H200 and the H100 and in a leave-one-out over the shipped H200
-// grid (4 changed 3 of the 600), and reads half the rows: a first call's lookup on the host took
-// 2.8 ms instead of 3.4.
+// for 300 random GEMM shapes (150 each on the H200 and the H100) and in a leave-one-out over the
+// shipped H200 grid (4 changed 3 of the 300), and reads half the rows: a first call's lookup on
+// the host took 2.8 ms instead of 3.4.
 constexpr std::size_t kNearestProblems = 8;
 
 // The predicted step over the measurements of this device and the other GPUs of its architecture
