@@ -80,8 +80,6 @@ constexpr double kOtherDevice = 1.0;
 // shipped H200 grid (4 changed 3 of the 300), and reads half the rows: a first call's lookup on
 // the host took 2.8 ms instead of 3.4.
 constexpr std::size_t kNearestProblems = 8;
-// How many measurements of a kernel (each of another problem) predict it: the slowest answers.
-constexpr std::size_t kMeasurementsPerKernel = 2;
 
 // The predicted step over the measurements of this device and the other GPUs of its architecture
 // (`other_device` tells them apart; rows of neither are not passed); nullopt where the family
@@ -92,18 +90,8 @@ constexpr std::size_t kMeasurementsPerKernel = 2;
 // of the grid: `ktune tune --measure-winners`). Each is predicted from its measurement nearest to
 // the problem (problem_distance with kOtherAttr), not from the most flattering one: a tile that
 // won one shape by far can be slow on shapes unlike it, and a measurement there says so. Each
-// candidate (an adapted configuration or one of its variants) takes the slower of the predictions
-// from its kernel's kMeasurementsPerKernel nearest measurements (of different problems).
-//
-// Why two: the model moves one measurement to another shape and misses what it does not count
-// (a tile's prologue and store of C, edge tiles, another op's copies), so a ranking over about a
-// hundred kernels favours the ones it rates too fast. A second measurement on another problem
-// catches much of that: a 128 x 256 tile measured in one wave at k = 228 was predicted at 0.017 ms
-// for 215 x 7780 x 123 and ran 0.047 (H100). On an H100, 64 random shapes of a fresh seed
-// (20261191), presets stage, the slower of two against the nearest alone changed 21 f32 and 23 f64
-// choices: those shapes 0.863 -> 0.912 and 1.027 -> 1.102 x cuBLAS, the geomean 0.968 -> 0.985 and
-// 0.988 -> 1.037; three of the nearest read 1.008 and 0.994, and the mean of the logs of two
-// instead of the larger read lower on the leave-one-out tests (docs/GEMM.md).
+// candidate (an adapted configuration or one of its variants) takes the prediction of the nearest
+// measurement it derives from.
 // A measured problem near the one looked up: parsed, with its distance (problem_distance with
 // kOtherAttr).
 struct Nearby {
@@ -161,23 +149,17 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     g.rows.insert(g.rows.end(), measurements.begin(), measurements.end());
     g.configs.emplace(text, std::move(measured));
   }
-  // Per kernel, its nearest usable measurements, the nearest first (one per problem).
-  std::vector<std::vector<Measurement>> kernels;
+  std::vector<Measurement> nearest;
   for (auto& [key, g] : groups) {
     std::sort(g.rows.begin(), g.rows.end());
-    std::vector<Measurement> found;
     for (const Row& m : g.rows) {
       const ResultRecord& row = rows[m.index];
-      if (std::any_of(found.begin(), found.end(),
-                      [&](const Measurement& f) { return f.row->problem == row.problem; }))
-        continue;
       const Config& measured = g.configs.at(row.config);
       const Problem& at = nearby.at(row.problem).problem;
       if (!family.predict_ms(measured, at, row.time_median_ms, measured, problem, device)) continue;
-      found.push_back({m.distance, &row, at, measured});
-      if (found.size() == kMeasurementsPerKernel) break;
+      nearest.push_back({m.distance, &row, at, measured});
+      break;
     }
-    if (!found.empty()) kernels.push_back(std::move(found));
   }
 
   struct Ranked {
@@ -188,25 +170,19 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
   };
   std::vector<Ranked> ranked;
   std::map<Config, std::size_t> seen;  // one entry per candidate: its nearest measurement's
-  // In the rows' order of their nearest measurements, so that ties fall to the same candidate
-  // every time.
-  std::sort(kernels.begin(), kernels.end(),
-            [](const auto& a, const auto& b) { return a.front().row < b.front().row; });
-  for (const std::vector<Measurement>& kernel : kernels) {
-    const Measurement* m = &kernel.front();
+  // In the rows' order, so that ties fall to the same candidate every time.
+  std::sort(nearest.begin(), nearest.end(),
+            [](const Measurement& a, const Measurement& b) { return a.row < b.row; });
+  for (const Measurement* m = nearest.data(); m != nearest.data() + nearest.size(); ++m) {
     auto adapted = usable(m->measured, family, problem, device.limits);
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
     candidates.insert(candidates.begin(), *adapted);
     for (auto& c : candidates) {
       if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty()) continue;
-      auto ms =
+      const auto ms =
           family.predict_ms(m->measured, m->tuned, m->row->time_median_ms, c, problem, device);
       if (!ms) continue;
-      for (auto o = kernel.begin() + 1; o != kernel.end(); ++o)
-        if (auto v = family.predict_ms(o->measured, o->tuned, o->row->time_median_ms, c, problem,
-                                       device))
-          ms = std::max(*ms, *v);
       auto [it, fresh] = seen.emplace(c, ranked.size());
       Ranked entry{*ms, m->distance, m->row, std::move(c)};
       if (fresh) {
