@@ -238,9 +238,7 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
     } else if (args.family == "gemm" && !args.grid.empty()) {
       for (const GemmGridShape& g : gemm_grid()) {
         const bool skinny = std::string(g.kind) == "skinny";
-        if ((args.grid == "tiled" && skinny) || (args.grid == "skinny" && !skinny) ||
-            (args.grid == "sample" && std::string(g.kind) != "sample"))
-          continue;
+        if ((args.grid == "tiled" && skinny) || (args.grid == "skinny" && !skinny)) continue;
         const GemmShape& s = g.shape;
         Problem p = gemm_call_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, align);
         problems.emplace_back(&find_family(p.family), std::move(p));

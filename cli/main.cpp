@@ -274,13 +274,11 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
                 "tune every shape of the benchmark suite (ktune bench gemm) for --dtype");
   app->add_option("--grid", p.grid,
                   "tune the shape grid the shipped presets were tuned on (docs/GEMM.md, \"The "
-                  "preset grid\") for --dtype: all of it, the tiled shapes alone, the skinny "
-                  "ones (m or n at most 16) or the sample (the tiled shapes of a fixed random "
-                  "draw of the any-shape benchmark's distribution); with "
-                  "--max-evals/--max-seconds per shape")
+                  "preset grid\") for --dtype: all of it, the tiled shapes alone or the skinny "
+                  "ones (m or n at most 16); with --max-evals/--max-seconds per shape")
       ->expected(0, 1)
       ->default_str("all")
-      ->check(CLI::IsMember({"all", "tiled", "skinny", "sample"}));
+      ->check(CLI::IsMember({"all", "tiled", "skinny"}));
 }
 
 void add_tune_options(CLI::App* app, TuneArgs& t) {

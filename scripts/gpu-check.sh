@@ -133,13 +133,11 @@ for step in "${steps[@]}"; do
       # Cross measurements (docs/GEMM.md): every GEMM winner of this architecture in the shipped
       # presets measured on each tiled grid and suite shape of its dtype, into a database of its
       # own; this GPU's measurements exported for db/presets (nvidia-<gpu>-gemm-cross.json).
-      # CROSS_PARTS: which shapes (grid: the tiled grid, sample: its sample part alone, suite).
       cdb=$(mktemp -d)/cross.db
       for d in ${GRID_DTYPES:-f32 f64}; do
-        for what in ${CROSS_PARTS:-grid suite}; do
+        for what in grid suite; do
           shapes=(--suite)
           [ "$what" = grid ] && shapes=(--grid tiled)
-          [ "$what" = sample ] && shapes=(--grid sample)
           run_step "cross-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" --db "$cdb" \
             --measure-winners --max-evals 0 --max-seconds "${CROSS_SECONDS:-20}" --repeats 5 --warmup 1
         done

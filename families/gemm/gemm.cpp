@@ -819,12 +819,6 @@ std::vector<GemmGridShape> gemm_grid() {
                              GemmShape{4096, 12, 4096, N, N}, GemmShape{12, 4096, 4096, N, N}})
     for (bool ta : {N, T})
       for (bool tb : {N, T}) grid.push_back({{s.m, s.n, s.k, ta, tb}, "skinny"});
-  // A sample of the any-shape benchmark's own distribution, its tiled shapes: the parts above are
-  // corners and lines of the space, and the model is only as good as the measurements near a
-  // shape. Drawn within f64's memory cap, so that both dtypes tune the same shapes; the seed is
-  // the grid's and must never be an evaluation seed.
-  for (const RandomGemmShape& r : gemm_random_shapes(kGemmGridSampleDraws, kGemmGridSampleSeed, 8))
-    if (!gemm_is_skinny(r.shape.m, r.shape.n)) grid.push_back({r.shape, "sample"});
   return grid;
 }
 

@@ -93,18 +93,12 @@ std::vector<GemmShape> gemm_suite();
 // docs/GEMM.md, "The preset grid"): squares 256 to 16384, tall and wide, small k (16 to 256),
 // huge k (to 2^20), odd sizes, m or n from 1 to 16, the four ops spread over them. The same
 // shapes for f32 and f64. `kind` is the part of the space a shape stands for: square, general,
-// tall-wide, small-k, huge-k, sample (below) or skinny (m or n <= 16: the skinny kernels, family
-// gemm_skinny).
+// tall-wide, small-k, huge-k or skinny (m or n <= 16: the skinny kernels, family gemm_skinny).
 struct GemmGridShape {
   GemmShape shape;
   const char* kind;
 };
 std::vector<GemmGridShape> gemm_grid();
-// The grid's part `sample`: the tiled shapes among the first kGemmGridSampleDraws shapes that
-// gemm_random_shapes draws with this seed (f64's memory cap). Any-shape benchmarks must use other
-// seeds: a shape of the sample is a tuned shape.
-inline constexpr std::uint64_t kGemmGridSampleSeed = 20261200;
-inline constexpr std::size_t kGemmGridSampleDraws = 48;
 
 // The any-shape benchmark's draw (ktune bench gemm --random-shapes; docs/GEMM.md, "Random shapes
 // for the any-shape benchmark", gives the distribution): n shapes from std::mt19937_64 seeded
