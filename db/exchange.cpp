@@ -1002,16 +1002,6 @@ std::vector<ShippedPreset> shipped_presets() {
   return out;
 }
 
-bool presets_current(Database& db) {
-  if (db.schema_version() != Database::kSchemaVersion) return false;
-  const std::map<std::string, std::string> have = db.preset_digests();
-  for (const auto& preset : shipped_presets()) {
-    auto it = have.find(preset.name);
-    if (it == have.end() || it->second != preset.digest) return false;
-  }
-  return true;
-}
-
 PresetSummary load_new_presets(Database& db) {
   if (db.read_only()) return {};
   const std::map<std::string, std::string> have = db.preset_digests();
@@ -1069,14 +1059,6 @@ std::unique_ptr<Database> open_for_runtime(const std::string& path, bool need_wr
     if (need_write) refuse(e);
     warn(std::string(e.what()) + "; using the shipped results and built-in defaults instead");
     return shipped_database();
-  }
-  // Nothing to write (no tuning, the schema current, this build's presets loaded): the read-only
-  // connection answers. A second, writable open (journal mode, the presets' digests) took a
-  // process's first call about 0.4 ms on the development host, 0.8 on the GPU machines.
-  try {
-    if (!need_write && presets_current(*read_only)) return read_only;
-  } catch (const Error&) {
-    // unreadable record of the presets: the writable open below decides
   }
   try {
     auto db = open_for_writing(path);

@@ -171,9 +171,6 @@ std::vector<ShippedPreset> shipped_presets();
 // a new database, and after an upgrade of ktune the presets that changed. Nothing for a
 // read-only database.
 PresetSummary load_new_presets(Database& db);
-// True when the database's schema is this build's and it holds every shipped preset in its
-// current form: load_new_presets would load nothing.
-bool presets_current(Database& db);
 
 // A database for a command that writes: created with its folder when missing, migrated, and
 // given the shipped presets it lacks (`loaded` says what went in). Errors name the file.
@@ -185,10 +182,8 @@ std::unique_ptr<Database> open_for_writing(const std::string& path,
 // ktune ships.
 std::unique_ptr<Database> open_for_reading(const std::string& path);
 // The database an application's Runtime reads. Missing: created with the shipped presets; where
-// it cannot be (a read-only home), the presets from memory. Present: read-only where there is
-// nothing to write (no `need_write`, the schema current, this build's presets loaded); else
-// read-write when this process can write it (migrated, newer presets loaded), else read-only.
-// Present but unusable (not
+// it cannot be (a read-only home), the presets from memory. Present: read-write when this
+// process can write it (migrated, newer presets loaded), else read-only. Present but unusable (not
 // a ktune database, damaged, a FIFO): never touched; `warn` hears why, and the presets from
 // memory answer. `need_write` (tune-on-miss): anything but a writable file is
 // Error(kInvalidArgument) instead.

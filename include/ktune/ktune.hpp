@@ -228,10 +228,8 @@ class Runtime {
 
   // Number of NVRTC compilations this Runtime ran (0 on a warm start with cached binaries).
   std::uint64_t compile_count() const;
-  // The database the lookups read: its path, "... (read-only)" when this Runtime reads it without
-  // writing (it has nothing to write without Options::tune_on_miss where the file holds this
-  // build's presets, or the file could not be written), the in-memory shipped results when there
-  // is no usable file, or "" without a database.
+  // The database the lookups read: its path, "... (read-only)" when it could not be written, the
+  // in-memory shipped results when there is no usable file, or "" without a database.
   std::string database_path() const;
 
   // Every member function of a moved-from Runtime throws Error(kInvalidArgument).

@@ -7,6 +7,7 @@
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
+#include "db/exchange.hpp"
 #include "families/elementwise/elementwise.hpp"
 #include "families/family.hpp"
 #include "families/registry.hpp"
@@ -165,21 +166,27 @@ TEST(ElementwiseGpu, TuningRunIntoTemporaryDatabaseThenRuntimeUsesIt) {
   EXPECT_EQ(rt.explain("elementwise", problem.key()).step, LookupStep::kCache);
 }
 
+// A Runtime keeps the binaries it compiles in its database, so the next one compiles nothing:
+// on a database it created, and on one that existed before it (as after `ktune tune`; 76db277
+// opened such a file read-only and lost them: every process compiled again).
 TEST(ElementwiseGpu, WarmStartCompilesNothing) {
   KTUNE_REQUIRE_GPU();
   testing::TempDir dir;
-  Options o;
-  o.database = dir.file("cache.db");
   detail::DeviceBuffer a(4096), b(4096);
-  {
-    Runtime rt(o);
-    rt.copy(b.as<float>(), a.as<float>(), 1000);
-    EXPECT_GE(rt.compile_count(), 1u);
+  for (const bool existed : {false, true}) {
+    Options o;
+    o.database = dir.file(existed ? "existed.db" : "new.db");
+    if (existed) open_for_writing(o.database);
+    {
+      Runtime rt(o);
+      rt.copy(b.as<float>(), a.as<float>(), 1000);
+      EXPECT_GE(rt.compile_count(), 1u);
+    }
+    Runtime warm(o);
+    warm.copy(b.as<float>(), a.as<float>(), 1000);
+    check(driver().cuCtxSynchronize(), "sync");
+    EXPECT_EQ(warm.compile_count(), 0u) << (existed ? "a database made before" : "a new database");
   }
-  Runtime warm(o);
-  warm.copy(b.as<float>(), a.as<float>(), 1000);
-  check(driver().cuCtxSynchronize(), "sync");
-  EXPECT_EQ(warm.compile_count(), 0u);
 }
 
 }  // namespace

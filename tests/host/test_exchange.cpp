@@ -958,41 +958,6 @@ TEST(Presets, EachIsLoadedOnceAndAgainWhenAnUpgradeChangesIt) {
   EXPECT_EQ(load_new_presets(again).presets, 0u);
 }
 
-// The runtime opens a database it has nothing to write to read-only (one open, not two): the
-// schema current and this build's presets loaded, and no tune-on-miss. Otherwise it opens it
-// for writing and loads what is missing.
-TEST(Presets, TheRuntimeReadsACurrentDatabaseReadOnly) {
-  TempDir dir;
-  const std::string path = dir.file("t.db");
-  auto quiet = [](const std::string&) {};
-  open_for_writing(path);  // a new database: every preset
-  {
-    auto db = open_for_runtime(path, false, quiet);
-    EXPECT_TRUE(db->read_only());
-    EXPECT_TRUE(presets_current(*db));
-    EXPECT_FALSE(db->results({}).empty());
-  }
-  EXPECT_FALSE(open_for_runtime(path, true, quiet)->read_only());  // tune-on-miss writes
-  // An earlier build's form of one preset: the runtime loads this build's.
-  const std::string name = shipped_presets().front().name;
-  Database(path).record_preset(name, "0123456789abcdef0123456789abcdef");
-  {
-    auto db = open_for_runtime(path, false, quiet);
-    EXPECT_FALSE(db->read_only());
-    EXPECT_EQ(db->preset_digests().at(name), shipped_presets().front().digest);
-  }
-  EXPECT_TRUE(open_for_runtime(path, false, quiet)->read_only());
-  // A database of the schema before (v3: no record of the presets) is migrated by the writable
-  // open, and the presets recorded.
-  exec_sql(path, "DROP TABLE shipped_presets; PRAGMA user_version = 3");
-  {
-    auto db = open_for_runtime(path, false, quiet);
-    EXPECT_FALSE(db->read_only());
-    EXPECT_EQ(db->schema_version(), Database::kSchemaVersion);
-  }
-  EXPECT_TRUE(open_for_runtime(path, false, quiet)->read_only());
-}
-
 TEST(Presets, EveryShippedPresetIsAValidDocument) {
   // Entries of an older template are kept as seeds, but every preset must pass validation.
   for (const auto& p : shipped_presets())
