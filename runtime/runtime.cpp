@@ -124,7 +124,10 @@ struct Runtime::Impl {
       db = open_for_runtime(options.database.empty() ? database_default_path() : options.database,
                             options.tune_on_miss != nullptr,
                             [this](const std::string& message) { warn(message); });
-    kernels = std::make_unique<KernelCache>(*device, db.get());  // read-only: binaries not stored
+    // The binaries compiled here are stored in the database for the next process (not where it
+    // is read-only): why open_for_runtime opens a writable file for writing even without
+    // tune-on-miss (76db277 did not, and every first call compiled again).
+    kernels = std::make_unique<KernelCache>(*device, db.get());
   }
 
   // Stops the background tuning: the run in progress finishes (its budget bounds it), the queue
