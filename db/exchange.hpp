@@ -184,10 +184,9 @@ std::unique_ptr<Database> open_for_reading(const std::string& path);
 // The database an application's Runtime reads. Missing: created with the shipped presets; where
 // it cannot be (a read-only home), the presets from memory. Present: read-write when this
 // process can write it (migrated, newer presets loaded, and the binaries the Runtime compiles
-// kept for the next process), else read-only. Present but unusable (not
-// a ktune database, damaged, a FIFO): never touched; `warn` hears why, and the presets from
-// memory answer. `need_write` (tune-on-miss): anything but a writable file is
-// Error(kInvalidArgument) instead.
+// kept for the next process), else read-only. Present but unusable (not a ktune database,
+// damaged, a FIFO): never touched; `warn` hears why, and the presets from memory answer.
+// `need_write` (tune-on-miss): anything but a writable file is Error(kInvalidArgument) instead.
 std::unique_ptr<Database> open_for_runtime(const std::string& path, bool need_write,
                                            const std::function<void(const std::string&)>& warn);
 // In memory, holding the shipped presets (what a new database starts with).
