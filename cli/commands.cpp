@@ -691,6 +691,13 @@ int cmd_explain(const Common& common, const std::string& family_name,
   Choice c;
   std::string answered_from;
   double lookup_ms = 0;  // the chain's walk, this process's first (as a program's first call)
+  auto timed = [&lookup_ms](auto&& lookup) {
+    const auto start = std::chrono::steady_clock::now();
+    Choice choice = lookup();
+    lookup_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return choice;
+  };
   if (!gpu.empty() || arch_limits) {
     // No GPU needed: the lookup chain for a named GPU (as the database knows it) or architecture.
     const std::string path = common.resolved_db();
@@ -715,19 +722,15 @@ int cmd_explain(const Common& common, const std::string& family_name,
     } else {
       device.limits = *arch_limits;  // no GPU of this name: the same-arch step answers
     }
-    const auto start = std::chrono::steady_clock::now();
-    c = to_choice(lookup_config(db.get(), device, family, problem), family, problem);
-    lookup_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    c = timed([&] {
+      return to_choice(lookup_config(db.get(), device, family, problem), family, problem);
+    });
   } else {
     Options options;
     options.database = common.resolved_db();
     options.device = common.device;
     Runtime runtime(options);
-    const auto start = std::chrono::steady_clock::now();
-    c = runtime.explain(family_name, problem_key);
-    lookup_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    c = timed([&] { return runtime.explain(family_name, problem_key); });
     answered_from = runtime.database_path();
   }
   Table t({"field", "value"});
