@@ -288,6 +288,29 @@ PY
         --only UNROLL=0 --only VEC=2 --only SPLITK=1 --only MINB=1 --only PREFETCH=2,3 \
         --only STAGES=2,3 --only PAD=0,4 --only SWIZZLE=1,4
       ;;
+    skinny-ab)
+      # The skinny dot kernel with Y read through L1 (GROUPS=0) against Y staged in shared memory
+      # (GROUPS 1 to 4): each SKINNY_SHAPES entry (dtype:MxNxK:op) tuned alone both ways into a
+      # database of its own (SKINNY_EVALS evaluations), then each database's winner timed against
+      # cuBLAS; all rows in skinny_ab.csv.
+      for spec in ${SKINNY_SHAPES:-f64:14x895x6362:nn f64:7x3437x341:nn f64:9565x10x2517:tt \
+        f32:14x895x6362:nn f64:4096x12x4096:tn f64:8x4096x4096:nn f64:16x2000x8000:nn \
+        f32:16x2000x8000:tn f32:4096x1x4096:tn}; do
+        IFS=: read -r d shape op <<< "$spec"
+        for g in l1 staged; do
+          only=GROUPS=0
+          [ "$g" = staged ] && only=GROUPS=1,2,4
+          sdb=$(mktemp -d)/skinny.db
+          run_step "skinny-$g-$d-$shape-$op" "$KTUNE" tune gemm --dtype "$d" --shape "$shape" \
+            --op "$op" --db "$sdb" --only "$only" --max-evals "${SKINNY_EVALS:-60}" --max-seconds 30
+          run_step "skinny-bench-$g-$d-$shape-$op" "$KTUNE" bench gemm --dtype "$d" --shape "$shape" \
+            --op "$op" --db "$sdb" --csv "$LOGS/skinny_${g}_${d}_${shape}_$op.csv"
+          csv="$LOGS/skinny_${g}_${d}_${shape}_$op.csv"
+          [ -f "$OUT/skinny_ab.csv" ] || head -1 "$csv" | sed "s/^/kernel,/" > "$OUT/skinny_ab.csv"
+          tail -n +2 "$csv" | sed "s/^/$g,/" >> "$OUT/skinny_ab.csv"
+        done
+      done
+      ;;
     tune-gemm-skinny)
       # The suite's skinny split-K shape, longer (resumed), then its bench row against cuBLAS.
       run_step tune-gemm-f32-8192x128x8192 "$KTUNE" tune gemm --dtype f32 --shape 8192x128x8192 \

@@ -55,7 +55,8 @@ class GemmSkinnyFamily final : public Family {
       : rules_(skinny::params(
             {1, 2, 4}, "elements per load of X (needs aligned pointers and leading dims)",
             "k splits over the grid, their partial sums added in a fixed order by a second "
-            "kernel")) {}
+            "kernel",
+            /*staged=*/true)) {}
   std::string name() const override { return "gemm_skinny"; }
   std::string description() const override {
     return "GEMM with n or m <= 16 (matrix-vector included): X read once, f32/f64";
@@ -81,12 +82,14 @@ class GemmSkinnyFamily final : public Family {
     return {gemm_skinny_problem("f32", false, false, 8192, 1, 8192, 4)};
   }
 
-  // Every configuration of THREADS x ROWS x VEC at one unroll, and each unroll, KWARPS and split
-  // on one shape: every code path without the whole product.
+  // Every configuration of THREADS x ROWS x VEC at one unroll (Y through L1 or staged for 2 and 4
+  // row groups), and each unroll, KWARPS, split and GROUPS on one shape: every code path without
+  // the whole product.
   std::vector<Config> check_configs(const std::vector<Config>& space) const override {
     std::vector<Config> out;
     for (const auto& c : space) {
-      const bool usual = c.at("UNROLL") == 2 && c.at("KWARPS") <= 2 && c.at("SPLITK") == 1;
+      const bool usual = c.at("UNROLL") == 2 && c.at("KWARPS") <= 2 && c.at("SPLITK") == 1 &&
+                         c.at("GROUPS") % 2 == 0;
       const bool paths = c.at("THREADS") == 128 && c.at("ROWS") == 1;
       if (usual || paths) out.push_back(c);
     }
@@ -128,7 +131,10 @@ class GemmSkinnyFamily final : public Family {
     std::string head = type + ", " + std::to_string(s.n) + ", " + (s.y_kcontig ? "1" : "0") +
                        arg("THREADS") + arg("ROWS") + arg("VEC");
     std::vector<std::string> names;
-    if (s.x_kcontig)
+    if (s.x_kcontig && skinny::groups_of(c) > 0)
+      names.push_back("ktune::skinny_dot_staged<" + head + arg("GROUPS") + arg("UNROLL") +
+                      (split ? ", 1>" : ", 0>"));
+    else if (s.x_kcontig)
       names.push_back("ktune::skinny_dot<" + head + arg("UNROLL") + (split ? ", 1>" : ", 0>"));
     else
       names.push_back("ktune::skinny_axpy<" + head + arg("KWARPS") + arg("UNROLL") +
@@ -251,8 +257,13 @@ std::int64_t get(const Config& c, const char* name) {
   return it->second;
 }
 
+std::int64_t groups_of(const Config& c) {
+  auto it = c.find("GROUPS");
+  return it == c.end() ? 0 : it->second;
+}
+
 std::int64_t Rules::block_rows(const Config& c, bool x_kcontig) {
-  if (x_kcontig) return get(c, "ROWS");
+  if (x_kcontig) return get(c, "ROWS") * std::max<std::int64_t>(1, groups_of(c));
   const std::int64_t warps = get(c, "THREADS") / 32;
   return warps / get(c, "KWARPS") * get(c, "ROWS") * 32 * get(c, "VEC");
 }
@@ -271,11 +282,25 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
   if (vec * in > 16) return "VEC * element size exceeds 16 bytes";
   if (vec > align) return "VEC exceeds the alignment class of the problem";
   const std::int64_t max_acc = acc == 4 ? 64 : 32;
+  const std::int64_t groups = groups_of(c);
   if (s.x_kcontig) {
     if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
-    if (rows * s.n > max_acc) return "more sums per thread than registers hold";
-    if (rows > 1 && rows >= 2 * s.m) return "more rows per block than the problem has";
+    if (groups > 0) {
+      // The staged kernel holds no Y in registers: twice the sums (a compile that spills is
+      // refused after it).
+      if (threads / groups < 32) return "fewer than a warp per row group";
+      if (rows * s.n > 2 * max_acc) return "more sums per thread than registers hold";
+      const std::int64_t chunk = threads / groups * get(c, "UNROLL") + 1;  // packets, padded
+      const std::int64_t smem = s.n * chunk * vec * in + threads / 32 * rows * s.n * acc;
+      if (smem > limits.smem_per_block)
+        return "the staged chunk of Y needs more static shared memory";
+    } else if (rows * s.n > max_acc) {
+      return "more sums per thread than registers hold";
+    }
+    const std::int64_t block = block_rows(c, true);
+    if (block > 1 && block >= 2 * s.m) return "more rows per block than the problem has";
   } else {
+    if (groups != 0) return "GROUPS is for X stored k-contiguous";
     const std::int64_t warps = threads / 32;
     if (warps % kwarps) return "KWARPS does not divide the warps";
     if (rows * vec * s.n > max_acc) return "more sums per thread than registers hold";
@@ -296,7 +321,8 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
     // Rounding k per split to whole packets may leave a split or a few empty; half of them
     // empty is the next smaller SPLITK again.
     if (parts.splits * 2 <= split) return "SPLITK leaves half its splits empty";
-    const std::int64_t least = s.x_kcontig ? threads * vec : kwarps * 4;
+    const std::int64_t least =
+        s.x_kcontig ? threads / std::max<std::int64_t>(1, groups) * vec : kwarps * 4;
     if (parts.per_split < least) return "splits too short for the block";
   }
   if (blocks(c, s) > kMaxDim) return "too many blocks for one launch";
@@ -314,9 +340,13 @@ Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align,
                     const DeviceLimits& limits) const {
   Config c = config;
   for (const auto& param : params_)
-    if (!c.count(param.name)) return c;
+    if (!c.count(param.name)) {
+      if (param.name != "GROUPS") return c;
+      c["GROUPS"] = 0;  // a configuration from before the staged kernel: Y through L1
+    }
   c["VEC"] = std::min<std::int64_t>({c["VEC"], align, 16 / t.in_bytes});
   if (s.x_kcontig) c["KWARPS"] = 1;
+  if (!s.x_kcontig && c.count("GROUPS")) c["GROUPS"] = 0;
   // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
   // the registers (a winner of N = 8 with 8 rows for N = 13: 4 rows).
   auto too_many_rows = [&] {
@@ -324,6 +354,17 @@ Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align,
     return why.find("rows") != std::string::npos || why.find("sums") != std::string::npos;
   };
   while (c["ROWS"] > 1 && too_many_rows()) c["ROWS"] /= 2;
+  if (groups_of(c) > 0) {
+    // Staged Y: fewer row groups where the problem has fewer rows; a chunk of more columns than
+    // the tuned problem's, fewer packets per thread, else Y through the L1 cache.
+    while (c["GROUPS"] > 1 && too_many_rows()) c["GROUPS"] /= 2;
+    auto smem_short = [&] {
+      return reject(with_split(c, 1), s, align, t, limits).find("shared") != std::string::npos;
+    };
+    while (c["UNROLL"] > 1 && smem_short()) c["UNROLL"] /= 2;
+    if (smem_short()) c["GROUPS"] = 0;
+    while (c["ROWS"] > 1 && too_many_rows()) c["ROWS"] /= 2;
+  }
   // Then narrower packets, where one row's VEC x N sums still do not fit (a dot kernel's winner
   // of 8-element packets for an m-contiguous X and N = 16; f32 and f64 never get here).
   while (c["VEC"] > 1 && too_many_rows()) c["VEC"] /= 2;
@@ -353,6 +394,8 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
               {"KWARPS", s.x_kcontig ? 1 : 4},
               {"UNROLL", s.x_kcontig ? 2 : 4},
               {"SPLITK", 1}};
+  for (const auto& param : params_)
+    if (param.name == "GROUPS") c["GROUPS"] = 0;
   // Down to what the problem allows (ROWS, VEC and KWARPS of 1 always fit).
   while (c["KWARPS"] > 1 && !reject(c, s, align, t, limits).empty()) c["KWARPS"] /= 2;
   while (c["VEC"] > 1 && !reject(c, s, align, t, limits).empty()) c["VEC"] /= 2;
@@ -378,8 +421,8 @@ Config Rules::fill_split(Config c, const Geometry& s, std::int64_t align, const 
 }
 
 std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
-                          const char* split_help) {
-  return {
+                          const char* split_help, bool staged) {
+  std::vector<Param> out = {
       {"THREADS", {64, 128, 256, 512}, "threads per block"},
       {"ROWS",
        {1, 2, 4, 8},
@@ -393,6 +436,13 @@ std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
       {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
       {"SPLITK", {1, 2, 4, 8, 16, 32, 64}, split_help},
   };
+  if (staged)
+    out.push_back({"GROUPS",
+                   {0, 1, 2, 4},
+                   "X k-contiguous: 0 reads Y through the L1 cache; G > 0 stages each k-chunk of "
+                   "Y in shared memory for G row groups of ROWS rows (Y read once per G x ROWS "
+                   "rows)"});
+  return out;
 }
 
 void launch(const Kernel& kernel, const Config& c, const Geometry& s, const KParts& parts,

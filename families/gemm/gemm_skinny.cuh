@@ -7,6 +7,7 @@
 // X is stored with one of its dimensions contiguous, which picks the kernel:
 //  - skinny_dot: X k-contiguous (rows are dot products): the block's threads stride along k over
 //    ROWS rows together, then reduce across lanes and warps;
+//  - skinny_dot_staged: the same with Y staged in shared memory for GROUPS row groups;
 //  - skinny_axpy: X m-contiguous (C += column of X times a row of Y): each lane holds ROWS
 //    packets of VEC consecutive rows, KWARPS warps take interleaved k, then reduce in shared
 //    memory.
@@ -41,6 +42,27 @@ __device__ __forceinline__ void skinny_put(const SkinnyParams<T>& p, int i, int 
     T* dp = p.d + static_cast<long long>(i) * p.ds_m + static_cast<long long>(j) * p.ds_n;
     *dp = p.beta == T(0) ? p.alpha * v : p.alpha * v + p.beta * *dp;
   }
+}
+
+// One element from global to shared memory, zero where !valid: cp.async where the architecture
+// has it (no register holds the value), else a load and a store. (gemm.cuh has its own copies:
+// sharing them would change the tiled kernels' template hash and retire their tuned results.)
+template <typename T>
+__device__ __forceinline__ void skinny_copy_to_shared(T* dst, const T* src, bool valid) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src),
+               "n"(sizeof(T)), "r"(valid ? static_cast<int>(sizeof(T)) : 0)
+               : "memory");
+#else
+  *dst = valid ? __ldg(src) : T(0);
+#endif
+}
+
+__device__ __forceinline__ void skinny_copy_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
 }
 
 // Y(kk .. kk + VEC - 1, j): one packet where Y is k-contiguous (YK), else VEC loads.
@@ -128,6 +150,114 @@ __global__ void __launch_bounds__(THREADS) skinny_dot(SkinnyParams<T> p) {
 #pragma unroll
     for (int w = 1; w < kWarps; ++w) sum += part[w][t];
     skinny_put<T, SPLIT>(p, row0 + r, j, sum);
+  }
+}
+
+// The dot kernel with Y staged in shared memory, a chunk of k at a time. The block's threads form
+// GROUPS row groups of ROWS rows each, which stride along the same k: one chunk of Y, read from
+// L2 once, serves GROUPS x ROWS rows (skinny_dot reads all of Y once per ROWS rows, which for N
+// of 9 to 16 moves several times X's bytes out of L2). The chunk is stored transposed ([j][k]),
+// so lanes at consecutive k read consecutive words however Y is stored (an n-contiguous Y read
+// through L1 takes a sector per lane and column). Each thread loads UNROLL packets of X per row
+// before the chunk's barrier, in flight while Y is staged.
+template <typename T, int N, int YK, int THREADS, int ROWS, int VEC, int GROUPS, int UNROLL,
+          int SPLIT>
+__global__ void __launch_bounds__(THREADS) skinny_dot_staged(SkinnyParams<T> p) {
+  constexpr int kLanes = THREADS / GROUPS;  // threads along k in a row group
+  constexpr int kChunk = kLanes * UNROLL;   // packets of k per chunk
+  constexpr int kGroupWarps = kLanes / 32;
+  static_assert(kLanes % 32 == 0 && N >= 1 && N <= 16, "skinny_dot_staged: bad geometry");
+#if __CUDA_ARCH__ >= 900
+  if (SPLIT) asm volatile("griddepcontrol.launch_dependents;");
+#endif
+  using P = Packet<T, VEC>;
+  // One packet of padding per column: the stores of an n-contiguous Y (consecutive threads,
+  // consecutive columns of one k) spread over the banks.
+  __shared__ P ys[N][kChunk + 1];
+  __shared__ T part[THREADS / 32][ROWS * N];
+  const int group = threadIdx.x / kLanes, lane_k = threadIdx.x % kLanes;
+  const int row0 = (blockIdx.x * GROUPS + group) * ROWS;
+  const int k0 = blockIdx.z * p.k_per_split;
+  const int k1 = min(p.k, k0 + p.k_per_split);
+  const T* xr[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)  // rows past m read row m - 1; their sums are not written
+    xr[r] = p.x + static_cast<long long>(min(row0 + r, p.m - 1)) * p.xs_m;
+  T acc[ROWS][N];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int j = 0; j < N; ++j) acc[r][j] = T(0);
+  for (int kb = k0; kb < k1; kb += kChunk * VEC) {
+    P xv[UNROLL][ROWS];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int kk = kb + (u * kLanes + lane_k) * VEC;
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        if (kk + VEC <= k1) {
+          xv[u][r] = load_packet<1>(reinterpret_cast<const P*>(xr[r] + kk));
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) xv[u][r].v[e] = kk + e < k1 ? xr[r][kk + e] : T(0);
+        }
+      }
+    }
+    // Y(kb .. kb + chunk - 1, 0 .. N - 1), zero past k1, copied to shared memory without
+    // registers (cp.async); consecutive threads read along Y's contiguous dimension. The indices
+    // are computed afresh each chunk: hoisted out of the loop with the addresses and loaded values
+    // held, they took 254 registers a thread for f64 and 14 columns.
+    constexpr int kChunkK = kChunk * VEC;
+    int t = threadIdx.x;
+    asm volatile("" : "+r"(t));
+#pragma unroll
+    for (int i = 0; i < (kChunkK * N + THREADS - 1) / THREADS; ++i) {
+      const int idx = i * THREADS + t;
+      if (kChunkK * N % THREADS != 0 && idx >= kChunkK * N) break;
+      const int j = YK ? idx / kChunkK : idx % N, k = YK ? idx % kChunkK : idx / N;
+      const int kk = kb + k;
+      const T* src = kk < k1 ? p.y + static_cast<long long>(kk) * p.ys_k +
+                                   static_cast<long long>(j) * p.ys_n
+                             : p.y;
+      skinny_copy_to_shared(&ys[j][k / VEC].v[k % VEC], src, kk < k1);
+    }
+    skinny_copy_wait();
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const P yv = ys[j][u * kLanes + lane_k];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) acc[r][j] = fma(xv[u][r].v[e], yv.v[e], acc[r][j]);
+      }
+    __syncthreads();
+  }
+  // Lanes, then the group's warps in order.
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int j = 0; j < N; ++j)
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2)
+        acc[r][j] += __shfl_xor_sync(0xffffffffu, acc[r][j], off);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0)
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int j = 0; j < N; ++j) part[warp][r * N + j] = acc[r][j];
+  __syncthreads();
+  for (int t = threadIdx.x; t < GROUPS * ROWS * N; t += THREADS) {
+    const int g = t / (ROWS * N), q = t % (ROWS * N);
+    const int row = (blockIdx.x * GROUPS + g) * ROWS + q / N;
+    if (row >= p.m) continue;
+    T sum = part[g * kGroupWarps][q];
+#pragma unroll
+    for (int w = 1; w < kGroupWarps; ++w) sum += part[g * kGroupWarps + w][q];
+    skinny_put<T, SPLIT>(p, row, q % N, sum);
   }
 }
 

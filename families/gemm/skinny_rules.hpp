@@ -47,14 +47,17 @@ struct KParts {
 KParts k_parts(std::int64_t k, std::int64_t split, std::int64_t quantum);
 
 std::int64_t get(const Config& c, const char* name);
+// GROUPS, 0 (Y through the L1 cache) where the family has no such parameter.
+std::int64_t groups_of(const Config& c);
 
 // The parameters both families search: THREADS, ROWS, VEC (of `vec` values, help `vec_help`),
-// KWARPS, UNROLL, SPLITK (help `split_help`).
+// KWARPS, UNROLL, SPLITK (help `split_help`), and with `staged` GROUPS (the dot kernel with Y
+// staged in shared memory, gemm_skinny.cuh's skinny_dot_staged).
 std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
-                          const char* split_help);
+                          const char* split_help, bool staged = false);
 
-// The parameters (THREADS, ROWS, VEC, KWARPS, UNROLL, SPLITK) and their rules for one problem
-// (its geometry, alignment class in elements and types).
+// The parameters (THREADS, ROWS, VEC, KWARPS, UNROLL, SPLITK, GROUPS) and their rules for one
+// problem (its geometry, alignment class in elements and types).
 class Rules {
  public:
   explicit Rules(std::vector<Param> params) : params_(std::move(params)) {}

@@ -90,8 +90,15 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
       const bool dot = contains(names[0], "skinny_dot");
       if (dot) {
         EXPECT_EQ(c.at("KWARPS"), 1) << to_string(c);
-        EXPECT_LE(c.at("ROWS") * n, f32 ? 64 : 32) << to_string(c);
+        const std::int64_t groups = c.at("GROUPS");
+        // Staged (Y in shared memory, no Y in registers): twice the sums, a warp per row group.
+        EXPECT_EQ(contains(names[0], "skinny_dot_staged"), groups > 0) << names[0];
+        EXPECT_LE(c.at("ROWS") * n, (f32 ? 64 : 32) * (groups > 0 ? 2 : 1)) << to_string(c);
+        if (groups > 0) {
+          EXPECT_GE(c.at("THREADS") / groups, 32) << to_string(c);
+        }
       } else {
+        EXPECT_EQ(c.at("GROUPS"), 0) << to_string(c);
         EXPECT_EQ((c.at("THREADS") / 32) % c.at("KWARPS"), 0) << to_string(c);
         EXPECT_LE(c.at("ROWS") * c.at("VEC") * n, f32 ? 64 : 32) << to_string(c);
       }
@@ -165,6 +172,31 @@ TEST(GemmSkinny, AdaptKeepsTheBlockAndSplitsForTheTarget) {
   EXPECT_EQ(t.at("THREADS"), 128);
 }
 
+// A staged winner (Y in shared memory for row groups) moved to other problems: kept where the
+// target's X is k-contiguous, with fewer groups for few rows and fewer packets a thread where
+// more columns outgrow the shared memory; an m-contiguous X reads Y through L1 (GROUPS = 0).
+TEST(GemmSkinny, AdaptKeepsOrDropsTheStagedY) {
+  const Family& f = find_family("gemm_skinny");
+  const Problem eight = gemm_skinny_problem("f64", false, false, 8, 4096, 4096, 2);  // dot, N 8
+  const Config c = {{"THREADS", 256}, {"ROWS", 2},   {"VEC", 2},   {"KWARPS", 1},
+                    {"UNROLL", 2},    {"SPLITK", 1}, {"GROUPS", 2}};
+  ASSERT_EQ(f.reject(c, eight, kH100), "");
+  const Problem sixteen = gemm_skinny_problem("f64", false, false, 16, 4096, 4096, 2);
+  ASSERT_NE(f.reject(c, sixteen, kH100), "");  // 16 x 257 x 2 doubles of Y: over 48 KiB
+  const Config wide = f.adapt(c, sixteen, kH100);
+  EXPECT_EQ(f.reject(wide, sixteen, kH100), "") << to_string(wide);
+  EXPECT_EQ(wide.at("GROUPS"), 2) << to_string(wide);
+  EXPECT_EQ(wide.at("UNROLL"), 1) << to_string(wide);
+  const Problem few = gemm_skinny_problem("f64", false, false, 8, 3, 4096, 2);  // 3 rows
+  const Config f3 = f.adapt(c, few, kH100);
+  EXPECT_EQ(f.reject(f3, few, kH100), "") << to_string(f3);
+  EXPECT_LE(f3.at("ROWS") * f3.at("GROUPS"), 4) << to_string(f3);
+  const Problem axpy = gemm_skinny_problem("f64", false, true, 8, 4096, 4096, 2);  // X = B
+  const Config a = f.adapt(c, axpy, kH100);
+  EXPECT_EQ(f.reject(a, axpy, kH100), "") << to_string(a);
+  EXPECT_EQ(a.at("GROUPS"), 0);
+}
+
 // Real NVRTC: both kernels of every op and orientation with a split (and its reduction), sm_90.
 TEST(GemmSkinny, KernelsCompileWithNvrtc) {
   const Family& f = find_family("gemm_skinny");
@@ -180,6 +212,26 @@ TEST(GemmSkinny, KernelsCompileWithNvrtc) {
       EXPECT_FALSE(r.resources[0].spills()) << p.key();
       EXPECT_EQ(f.reject_compiled(c, p, kH100, r.resources[0]), "") << p.key();
     }
+  // The staged dot kernel, Y n- and k-contiguous, split and not, f32 and f64, 14 columns: every
+  // one compiles without spilling, and the shared memory is what the rules counted.
+  for (const char* dtype : {"f32", "f64"})
+    for (bool ta : {false, true})
+      for (std::int64_t split : {1, 4}) {
+        const bool f32 = std::string(dtype) == "f32";
+        const Problem p = gemm_skinny_problem(dtype, ta, false, 14, 895, 6362, f32 ? 4 : 2);
+        const Config c = {{"THREADS", 256}, {"ROWS", 2},       {"VEC", f32 ? 4 : 2}, {"KWARPS", 1},
+                          {"UNROLL", 1},    {"SPLITK", split}, {"GROUPS", 2}};
+        ASSERT_EQ(f.reject(c, p, kH100), "") << p.key();
+        CompileResult r;
+        ASSERT_NO_THROW(r = compile(f.compile_request(c, p, "sm_90"))) << p.key();
+        ASSERT_EQ(r.lowered_names.size(), split > 1 ? 2u : 1u);
+        EXPECT_TRUE(contains(r.lowered_names[0], "skinny_dot_staged")) << r.lowered_names[0];
+        EXPECT_FALSE(r.resources[0].spills()) << p.key();
+        // Y's chunk (14 columns of 128 packets and one of padding) and the warps' sums.
+        const int bytes = f32 ? 4 : 8;
+        EXPECT_EQ(r.resources[0].smem_static, 14 * 129 * (f32 ? 4 : 2) * bytes + 8 * 2 * 14 * bytes)
+            << p.key();
+      }
 }
 
 }  // namespace
