@@ -131,7 +131,9 @@ class GemmSkinnyFamily final : public Family {
     std::string head = type + ", " + std::to_string(s.n) + ", " + (s.y_kcontig ? "1" : "0") +
                        arg("THREADS") + arg("ROWS") + arg("VEC");
     std::vector<std::string> names;
-    if (s.x_kcontig && skinny::groups_of(c) > 0)
+    if (s.x_kcontig && skinny::mma_of(c))
+      names.push_back("ktune::skinny_dot_mma<" + head + arg("UNROLL") + (split ? ", 1>" : ", 0>"));
+    else if (s.x_kcontig && skinny::groups_of(c) > 0)
       names.push_back("ktune::skinny_dot_staged<" + head + arg("GROUPS") + arg("UNROLL") +
                       (split ? ", 1>" : ", 0>"));
     else if (s.x_kcontig)
@@ -262,7 +264,13 @@ std::int64_t groups_of(const Config& c) {
   return it == c.end() ? 0 : it->second;
 }
 
+bool mma_of(const Config& c) {
+  auto it = c.find("MMA");
+  return it != c.end() && it->second != 0;
+}
+
 std::int64_t Rules::block_rows(const Config& c, bool x_kcontig) {
+  if (x_kcontig && mma_of(c)) return get(c, "THREADS") / 32 * 8 * get(c, "ROWS");
   if (x_kcontig) return get(c, "ROWS") * std::max<std::int64_t>(1, groups_of(c));
   const std::int64_t warps = get(c, "THREADS") / 32;
   return warps / get(c, "KWARPS") * get(c, "ROWS") * 32 * get(c, "VEC");
@@ -283,9 +291,21 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
   if (vec > align) return "VEC exceeds the alignment class of the problem";
   const std::int64_t max_acc = acc == 4 ? 64 : 32;
   const std::int64_t groups = groups_of(c);
+  const bool mma = mma_of(c);
+  if (mma) {
+    if (!s.x_kcontig) return "MMA is for X stored k-contiguous";
+    if (in != 8 || acc != 8) return "MMA (the FP64 tensor cores) is for f64";
+    if (limits.cc_major < 8) return "MMA needs sm_80 or newer";
+    if (groups != 0) return "MMA reads Y through L1 (GROUPS 0)";
+  }
   if (s.x_kcontig) {
     if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
-    if (groups > 0) {
+    if (mma) {
+      // Sums in the mma fragments: 4 doubles a lane per 8-row tile; the smallest block (two
+      // warps of one tile) covers 16 rows.
+      const std::int64_t block = block_rows(c, true);
+      if (block > 16 && block >= 2 * s.m) return "more rows per block than the problem has";
+    } else if (groups > 0) {
       // The staged kernel holds no Y in registers: twice the sums (a compile that spills is
       // refused after it).
       if (threads / groups < 32) return "fewer than a warp per row group";
@@ -298,7 +318,7 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
       return "more sums per thread than registers hold";
     }
     const std::int64_t block = block_rows(c, true);
-    if (block > 1 && block >= 2 * s.m) return "more rows per block than the problem has";
+    if (!mma && block > 1 && block >= 2 * s.m) return "more rows per block than the problem has";
   } else {
     if (groups != 0) return "GROUPS is for X stored k-contiguous";
     const std::int64_t warps = threads / 32;
@@ -321,8 +341,9 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
     // Rounding k per split to whole packets may leave a split or a few empty; half of them
     // empty is the next smaller SPLITK again.
     if (parts.splits * 2 <= split) return "SPLITK leaves half its splits empty";
-    const std::int64_t least =
-        s.x_kcontig ? threads / std::max<std::int64_t>(1, groups) * vec : kwarps * 4;
+    const std::int64_t least = !s.x_kcontig ? kwarps * 4
+                               : mma        ? 8 * get(c, "UNROLL")
+                                            : threads / std::max<std::int64_t>(1, groups) * vec;
     if (parts.per_split < least) return "splits too short for the block";
   }
   if (blocks(c, s) > kMaxDim) return "too many blocks for one launch";
@@ -341,12 +362,15 @@ Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align,
   Config c = config;
   for (const auto& param : params_)
     if (!c.count(param.name)) {
-      if (param.name != "GROUPS") return c;
-      c["GROUPS"] = 0;  // a configuration from before the staged kernel: Y through L1
+      if (param.name != "GROUPS" && param.name != "MMA") return c;
+      c[param.name] = 0;  // a configuration from before the staged and tensor-core kernels
     }
   c["VEC"] = std::min<std::int64_t>({c["VEC"], align, 16 / t.in_bytes});
   if (s.x_kcontig) c["KWARPS"] = 1;
   if (!s.x_kcontig && c.count("GROUPS")) c["GROUPS"] = 0;
+  // The tensor-core kernel where the target allows it (f64, X k-contiguous), else the FMA one.
+  if (mma_of(c) && reject(with_split(c, 1), s, align, t, limits).find("MMA") != std::string::npos)
+    c["MMA"] = 0;
   // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
   // the registers (a winner of N = 8 with 8 rows for N = 13: 4 rows).
   auto too_many_rows = [&] {
@@ -395,7 +419,7 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
               {"UNROLL", s.x_kcontig ? 2 : 4},
               {"SPLITK", 1}};
   for (const auto& param : params_)
-    if (param.name == "GROUPS") c["GROUPS"] = 0;
+    if (param.name == "GROUPS" || param.name == "MMA") c[param.name] = 0;
   // Down to what the problem allows (ROWS, VEC and KWARPS of 1 always fit).
   while (c["KWARPS"] > 1 && !reject(c, s, align, t, limits).empty()) c["KWARPS"] /= 2;
   while (c["VEC"] > 1 && !reject(c, s, align, t, limits).empty()) c["VEC"] /= 2;
@@ -442,6 +466,11 @@ std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
                    "X k-contiguous: 0 reads Y through the L1 cache; G > 0 stages each k-chunk of "
                    "Y in shared memory for G row groups of ROWS rows (Y read once per G x ROWS "
                    "rows)"});
+  if (staged)
+    out.push_back({"MMA",
+                   {0, 1},
+                   "X k-contiguous, f64: 1 computes on the FP64 tensor cores (mma.sync m8n8k4), "
+                   "ROWS then counting tiles of 8 rows per warp"});
   return out;
 }
 

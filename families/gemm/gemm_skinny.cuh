@@ -8,6 +8,7 @@
 //  - skinny_dot: X k-contiguous (rows are dot products): the block's threads stride along k over
 //    ROWS rows together, then reduce across lanes and warps;
 //  - skinny_dot_staged: the same with Y staged in shared memory for GROUPS row groups;
+//  - skinny_dot_mma (f64): the same on the FP64 tensor cores, 8-row tiles per warp;
 //  - skinny_axpy: X m-contiguous (C += column of X times a row of Y): each lane holds ROWS
 //    packets of VEC consecutive rows, KWARPS warps take interleaved k, then reduce in shared
 //    memory.
@@ -51,8 +52,8 @@ template <typename T>
 __device__ __forceinline__ void skinny_copy_to_shared(T* dst, const T* src, bool valid) {
 #if __CUDA_ARCH__ >= 800
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src),
-               "n"(sizeof(T)), "r"(valid ? static_cast<int>(sizeof(T)) : 0)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(sizeof(T)),
+               "r"(valid ? static_cast<int>(sizeof(T)) : 0)
                : "memory");
 #else
   *dst = valid ? __ldg(src) : T(0);
@@ -216,9 +217,9 @@ __global__ void __launch_bounds__(THREADS) skinny_dot_staged(SkinnyParams<T> p) 
       if (kChunkK * N % THREADS != 0 && idx >= kChunkK * N) break;
       const int j = YK ? idx / kChunkK : idx % N, k = YK ? idx % kChunkK : idx / N;
       const int kk = kb + k;
-      const T* src = kk < k1 ? p.y + static_cast<long long>(kk) * p.ys_k +
-                                   static_cast<long long>(j) * p.ys_n
-                             : p.y;
+      const T* src =
+          kk < k1 ? p.y + static_cast<long long>(kk) * p.ys_k + static_cast<long long>(j) * p.ys_n
+                  : p.y;
       skinny_copy_to_shared(&ys[j][k / VEC].v[k % VEC], src, kk < k1);
     }
     skinny_copy_wait();
@@ -259,6 +260,111 @@ __global__ void __launch_bounds__(THREADS) skinny_dot_staged(SkinnyParams<T> p) 
     for (int w = 1; w < kGroupWarps; ++w) sum += part[g * kGroupWarps + w][q];
     skinny_put<T, SPLIT>(p, row, q % N, sum);
   }
+}
+
+// The dot kernel on the FP64 tensor cores (mma.sync m8n8k4, sm_80 and newer): each warp owns
+// ROWS tiles of 8 rows and all N columns (one or two tiles of 8), and walks its block's k range in
+// slabs of 8, UNROLL slabs of loads in flight. The sums live in the mma fragments (4 registers a
+// lane per tile pair, where the FMA kernels hold ROWS x N a thread), which leaves registers for
+// loads in flight; Y comes through L1, shared by the block's warps. In a slab, lane (g, t) of a
+// tile loads the two k of X row g at 2t and 2t + 1 (one 16-byte packet with VEC = 2) and the same
+// two k of Y column g; the two mma of the slab take the first and the second of each pair, so that
+// X and Y agree on which k each step sums.
+template <typename T, int N, int YK, int THREADS, int ROWS, int VEC, int UNROLL, int SPLIT>
+__global__ void __launch_bounds__(THREADS) skinny_dot_mma(SkinnyParams<T> p) {
+  static_assert(sizeof(T) == 8 && THREADS % 32 == 0 && N >= 1 && N <= 16 && VEC <= 2,
+                "skinny_dot_mma: f64, bad geometry");
+#if __CUDA_ARCH__ >= 900
+  if (SPLIT) asm volatile("griddepcontrol.launch_dependents;");
+#endif
+#if __CUDA_ARCH__ >= 800
+  constexpr int kTilesN = (N + 7) / 8;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int row0 = (blockIdx.x * (THREADS / 32) + warp) * 8 * ROWS;
+  const int k0 = blockIdx.z * p.k_per_split;
+  const int k1 = min(p.k, k0 + p.k_per_split);
+  const T* xr[ROWS];  // rows past m read row m - 1, columns past N column N - 1: not written
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+    xr[r] = p.x + static_cast<long long>(min(row0 + 8 * r + g, p.m - 1)) * p.xs_m;
+  const T* yc[kTilesN];
+#pragma unroll
+  for (int c = 0; c < kTilesN; ++c)
+    yc[c] = p.y + static_cast<long long>(min(8 * c + g, N - 1)) * p.ys_n;
+  T acc[ROWS][kTilesN][2];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int c = 0; c < kTilesN; ++c) acc[r][c][0] = acc[r][c][1] = T(0);
+  for (int kb = k0; kb < k1; kb += 8 * UNROLL) {
+    T a[UNROLL][ROWS][2], b[UNROLL][kTilesN][2];
+    if (kb + 8 * UNROLL <= k1) {  // whole slabs (warp-uniform)
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        const int kk = kb + 8 * u + 2 * t;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+          if (VEC == 2) {
+            const Packet<T, 2> v =
+                load_packet<1>(reinterpret_cast<const Packet<T, 2>*>(xr[r] + kk));
+            a[u][r][0] = v.v[0], a[u][r][1] = v.v[1];
+          } else {
+            a[u][r][0] = xr[r][kk], a[u][r][1] = xr[r][kk + 1];
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < kTilesN; ++c) {
+          if (YK && VEC == 2) {
+            const Packet<T, 2> v = *reinterpret_cast<const Packet<T, 2>*>(yc[c] + kk);
+            b[u][c][0] = v.v[0], b[u][c][1] = v.v[1];
+          } else {
+            b[u][c][0] = __ldg(yc[c] + static_cast<long long>(kk) * p.ys_k);
+            b[u][c][1] = __ldg(yc[c] + static_cast<long long>(kk + 1) * p.ys_k);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int kk = kb + 8 * u + 2 * t + e;
+          const bool in = kk < k1;
+#pragma unroll
+          for (int r = 0; r < ROWS; ++r) a[u][r][e] = in ? xr[r][kk] : T(0);
+#pragma unroll
+          for (int c = 0; c < kTilesN; ++c)
+            b[u][c][e] = in ? __ldg(yc[c] + static_cast<long long>(kk) * p.ys_k) : T(0);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+          for (int c = 0; c < kTilesN; ++c)
+            asm volatile(
+                "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+                : "+d"(acc[r][c][0]), "+d"(acc[r][c][1])
+                : "d"(a[u][r][e]), "d"(b[u][c][e]));
+  }
+  // Lane (g, t) holds D(row g of the tile, columns 2t and 2t + 1).
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    const int row = row0 + 8 * r + g;
+    if (row >= p.m) continue;
+#pragma unroll
+    for (int c = 0; c < kTilesN; ++c)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int j = 8 * c + 2 * t + e;
+        if (j < N) skinny_put<T, SPLIT>(p, row, j, acc[r][c][e]);
+      }
+  }
+#endif
 }
 
 template <typename T, int N, int YK, int THREADS, int ROWS, int VEC, int KWARPS, int UNROLL,

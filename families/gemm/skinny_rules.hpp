@@ -49,10 +49,12 @@ KParts k_parts(std::int64_t k, std::int64_t split, std::int64_t quantum);
 std::int64_t get(const Config& c, const char* name);
 // GROUPS, 0 (Y through the L1 cache) where the family has no such parameter.
 std::int64_t groups_of(const Config& c);
+// MMA = 1 (skinny_dot_mma); false where the family has no such parameter.
+bool mma_of(const Config& c);
 
 // The parameters both families search: THREADS, ROWS, VEC (of `vec` values, help `vec_help`),
-// KWARPS, UNROLL, SPLITK (help `split_help`), and with `staged` GROUPS (the dot kernel with Y
-// staged in shared memory, gemm_skinny.cuh's skinny_dot_staged).
+// KWARPS, UNROLL, SPLITK (help `split_help`), and with `staged` GROUPS and MMA (gemm_skinny.cuh's
+// skinny_dot_staged, Y staged in shared memory, and skinny_dot_mma, f64 on the tensor cores).
 std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
                           const char* split_help, bool staged = false);
 

@@ -555,11 +555,12 @@ TEST_F(GemmGpu, SkinnyTunedCandidatesVerifyAndRepeatBitForBit) {
   EXPECT_EQ(rt.explain("gemm_skinny", problems[0].key()).step, LookupStep::kCache);
 }
 
-// The staged dot kernel (GROUPS > 0: Y in shared memory for row groups) alone: a tuning sample
-// on problems whose X is k-contiguous, Y n-contiguous (the n x k operand of few rows) and
-// k-contiguous, odd and unaligned sizes, rows short of a block, a long k split. The tuner checks
-// each candidate against the reference: every one that compiles verifies.
-TEST_F(GemmGpu, SkinnyStagedCandidatesVerify) {
+// The staged dot kernel (GROUPS > 0: Y in shared memory for row groups) alone, then for f64 the
+// tensor-core one (MMA = 1): a tuning sample of each on problems whose X is k-contiguous, Y
+// n-contiguous (the n x k operand of few rows) and k-contiguous, odd and unaligned sizes, rows
+// short of a block, a long k split. The tuner checks each candidate against the reference: every
+// one that compiles verifies.
+TEST_F(GemmGpu, SkinnyStagedAndTensorCoreCandidatesVerify) {
   KTUNE_REQUIRE_GPU();
   ktune::testing::TempDir dir;
   const Family& family = find_family("gemm_skinny");
@@ -568,19 +569,25 @@ TEST_F(GemmGpu, SkinnyStagedCandidatesVerify) {
                               gemm_skinny_problem("f64", true, true, 9565, 10, 2517, 1),
                               gemm_skinny_problem("f32", false, false, 5, 301, 100003, 4)};
   Database db(dir.file("staged.db"));
-  for (const Problem& problem : problems) {
-    TuneOptions o = random_sample(24, 2, 0);
-    o.only["GROUPS"] = {1, 2, 4};
-    const TuneSummary s = tune(db, ktune_held_device, family, problem, o);
-    EXPECT_GT(s.ok, 8u) << problem.key();
-  }
-  std::size_t staged = 0;
+  for (const Problem& problem : problems)
+    for (bool mma : {false, true}) {
+      if (mma && problem.attr("dtype") != "f64") continue;
+      TuneOptions o = random_sample(24, 2, 0);
+      o.only["MMA"] = {mma ? 1 : 0};
+      o.only["GROUPS"] = mma ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{1, 2, 4};
+      const TuneSummary s = tune(db, ktune_held_device, family, problem, o);
+      EXPECT_GT(s.ok, 8u) << problem.key() << (mma ? " MMA" : " staged");
+    }
+  std::size_t staged = 0, mma = 0;
   for (const auto& r : db.results({})) {
     EXPECT_TRUE(r.status == "ok" || r.status == "invalid")
         << r.problem << " " << r.config << ": " << r.status << " " << r.message;
-    staged += r.status == "ok" && parse_config(r.config).at("GROUPS") > 0;
+    const Config c = parse_config(r.config);
+    staged += r.status == "ok" && c.at("GROUPS") > 0;
+    mma += r.status == "ok" && c.at("MMA") == 1;
   }
   EXPECT_GT(staged, 32u);
+  EXPECT_GT(mma, 16u);
 }
 
 }  // namespace

@@ -77,7 +77,8 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
   for (const Problem& p : {gemm_skinny_problem("f32", false, false, 8192, 1, 8192, 4),
                            gemm_skinny_problem("f32", true, false, 8192, 16, 8192, 4),
                            gemm_skinny_problem("f64", false, true, 1, 8192, 8192, 2),
-                           gemm_skinny_problem("f32", false, false, 300, 5, 200000, 1)}) {
+                           gemm_skinny_problem("f32", false, false, 300, 5, 200000, 1),
+                           gemm_skinny_problem("f64", false, false, 14, 895, 6362, 2)}) {
     SearchSpace s(f, p, kH100);
     ASSERT_GT(s.size(), 20u) << p.key();
     const bool f32 = p.attr("dtype") == "f32";
@@ -93,12 +94,20 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
         const std::int64_t groups = c.at("GROUPS");
         // Staged (Y in shared memory, no Y in registers): twice the sums, a warp per row group.
         EXPECT_EQ(contains(names[0], "skinny_dot_staged"), groups > 0) << names[0];
-        EXPECT_LE(c.at("ROWS") * n, (f32 ? 64 : 32) * (groups > 0 ? 2 : 1)) << to_string(c);
+        // The tensor-core kernel: f64 alone, its sums in the mma fragments.
+        EXPECT_EQ(contains(names[0], "skinny_dot_mma"), c.at("MMA") == 1) << names[0];
+        if (c.at("MMA") == 1) {
+          EXPECT_FALSE(f32) << to_string(c);
+          EXPECT_EQ(groups, 0) << to_string(c);
+        } else {
+          EXPECT_LE(c.at("ROWS") * n, (f32 ? 64 : 32) * (groups > 0 ? 2 : 1)) << to_string(c);
+        }
         if (groups > 0) {
           EXPECT_GE(c.at("THREADS") / groups, 32) << to_string(c);
         }
       } else {
         EXPECT_EQ(c.at("GROUPS"), 0) << to_string(c);
+        EXPECT_EQ(c.at("MMA"), 0) << to_string(c);
         EXPECT_EQ((c.at("THREADS") / 32) % c.at("KWARPS"), 0) << to_string(c);
         EXPECT_LE(c.at("ROWS") * c.at("VEC") * n, f32 ? 64 : 32) << to_string(c);
       }
@@ -195,6 +204,15 @@ TEST(GemmSkinny, AdaptKeepsOrDropsTheStagedY) {
   const Config a = f.adapt(c, axpy, kH100);
   EXPECT_EQ(f.reject(a, axpy, kH100), "") << to_string(a);
   EXPECT_EQ(a.at("GROUPS"), 0);
+  // A tensor-core winner (f64) asked for f32: the FMA kernel of the same block.
+  const Config m = {{"THREADS", 128}, {"ROWS", 2},   {"VEC", 2},    {"KWARPS", 1},
+                    {"UNROLL", 2},    {"SPLITK", 1}, {"GROUPS", 0}, {"MMA", 1}};
+  ASSERT_EQ(f.reject(m, eight, kH100), "");
+  const Problem single = gemm_skinny_problem("f32", false, false, 8, 4096, 4096, 4);
+  const Config s = f.adapt(m, single, kH100);
+  EXPECT_EQ(f.reject(s, single, kH100), "") << to_string(s);
+  EXPECT_EQ(s.at("MMA"), 0) << to_string(s);
+  EXPECT_EQ(s.at("THREADS"), 128) << to_string(s);
 }
 
 // Real NVRTC: both kernels of every op and orientation with a split (and its reduction), sm_90.
@@ -231,6 +249,15 @@ TEST(GemmSkinny, KernelsCompileWithNvrtc) {
         const int bytes = f32 ? 4 : 8;
         EXPECT_EQ(r.resources[0].smem_static, 14 * 129 * (f32 ? 4 : 2) * bytes + 8 * 2 * 14 * bytes)
             << p.key();
+        if (f32) continue;
+        // The tensor-core kernel of the same shape: no shared memory, no spill.
+        Config m = c;
+        m["GROUPS"] = 0, m["MMA"] = 1, m["ROWS"] = 4, m["UNROLL"] = 2;
+        ASSERT_EQ(f.reject(m, p, kH100), "") << p.key();
+        ASSERT_NO_THROW(r = compile(f.compile_request(m, p, "sm_90"))) << p.key();
+        EXPECT_TRUE(contains(r.lowered_names[0], "skinny_dot_mma")) << r.lowered_names[0];
+        EXPECT_FALSE(r.resources[0].spills()) << p.key();
+        EXPECT_EQ(r.resources[0].smem_static, 0) << p.key();
       }
 }
 
