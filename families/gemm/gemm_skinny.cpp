@@ -412,6 +412,18 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
   std::int64_t threads = s.x_kcontig ? 128 : 512;
   if (s.x_kcontig && t.threads_fit_k)
     while (threads > 64 && threads / 2 * std::min<std::int64_t>(align, x_vec) >= s.k) threads /= 2;
+  const bool has_mma =
+      std::any_of(params_.begin(), params_.end(), [](const Param& q) { return q.name == "MMA"; });
+  if (has_mma && s.x_kcontig && t.in_bytes == 8 && t.acc_bytes == 8 && s.n >= 4 &&
+      limits.cc_major >= 8) {
+    // f64 with 4 to 16 columns: the tensor-core kernel, as its winners on an H200 (0.9 to 1.4 x
+    // cuBLAS where the FMA kernels reached 0.5 to 0.8): 8 warps of one tile, 4 slabs in flight.
+    Config m = {{"THREADS", 256}, {"ROWS", 1},   {"VEC", std::min<std::int64_t>(align, 2)},
+                {"KWARPS", 1},    {"UNROLL", 4}, {"SPLITK", 1},
+                {"GROUPS", 0},    {"MMA", 1}};
+    while (m["THREADS"] > 64 && !reject(m, s, align, t, limits).empty()) m["THREADS"] /= 2;
+    if (reject(m, s, align, t, limits).empty()) return fill_split(m, s, align, t, limits);
+  }
   Config c = {{"THREADS", threads},
               {"ROWS", rows},
               {"VEC", std::min<std::int64_t>(align, x_vec)},
