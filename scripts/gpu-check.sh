@@ -124,6 +124,17 @@ for step in "${steps[@]}"; do
         run_step "tune-grid-$d" "$KTUNE" tune gemm --grid "${GRID_CLASS:-all}" --dtype "$d" \
           --db "$gdb" --max-evals "${GRID_EVALS:-40}" --max-seconds "${GRID_SECONDS:-10}"
       done
+      # What did not run ok, by status and message: compile-time refusals (spills) are expected,
+      # a wrong result is not.
+      python3 - "$gdb" <<'PY' | tee "$LOGS/grid-status.log"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for row in db.execute("SELECT family, status, COUNT(*) FROM results GROUP BY family, status"):
+    print(*row)
+for row in db.execute("SELECT status, substr(message, 1, 120), COUNT(*) FROM results "
+                      "WHERE status != 'ok' GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 12"):
+    print(*row)
+PY
       for f in gemm gemm_skinny; do
         run_step "grid-export-$f" "$KTUNE" db export --db "$gdb" --best --own --family "$f" \
           -o "$OUT/grid-presets-$f.json"

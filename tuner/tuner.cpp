@@ -193,6 +193,13 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
   return tune(db, *runner, family, problem, options);
 }
 
+Config seed_config(const Family& family, const ResultRecord& row, const Problem& problem,
+                   const DeviceLimits& limits) {
+  Config c = family.normalize(parse_config(row.config));
+  if (row.problem == problem.key() && family.reject(c, problem, limits).empty()) return c;
+  return family.adapt(c, problem, limits);
+}
+
 TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
                  const Problem& problem, const TuneOptions& options) {
   const auto started = Clock::now();
@@ -257,8 +264,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
               earlier ? -1.0 : family.transfer_distance(problem, family.parse_problem(r.problem));
           if (!std::isfinite(distance)) continue;
         }
-        Config c = family.adapt(family.normalize(parse_config(r.config)), problem, limits);
-        const std::size_t i = space.index_of(to_string(c));
+        const std::size_t i = space.index_of(to_string(seed_config(family, r, problem, limits)));
         if (i != SearchSpace::npos && !done[i]) ranked.emplace_back(distance, i);
       } catch (const Error&) {
         // A row this version cannot read (or a parameter it no longer has): not a seed.

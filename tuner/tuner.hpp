@@ -80,6 +80,14 @@ struct TuneSummary {
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
 };
 
+// The configuration a measured row proposes as a seed for `problem`: a winner of this very
+// problem (under an earlier template, or on a sibling GPU) as it was measured, the parameters
+// added since at their first values, where the family still allows it; any other row's adapted
+// to the problem. (Adapting the problem's own winner re-split a skinny GEMM's k and lost it:
+// a re-tune after the skinny kernels grew two parameters started from slower kernels.)
+Config seed_config(const Family& family, const ResultRecord& row, const Problem& problem,
+                   const DeviceLimits& limits);
+
 // Tunes one problem. Every candidate is written as soon as it is measured; a run stopped at any
 // point resumes where it stopped (evaluated configurations are skipped).
 TuneSummary tune(Database& db, const Device& device, const Family& family, const Problem& problem,

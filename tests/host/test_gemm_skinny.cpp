@@ -11,6 +11,8 @@
 #include "ktune/error.hpp"
 #include "platform/nvrtc.hpp"
 #include "tuner/space.hpp"
+#include "tuner/tuner.hpp"
+#include "tuner/tuner.hpp"
 
 namespace ktune {
 namespace {
@@ -213,6 +215,26 @@ TEST(GemmSkinny, AdaptKeepsOrDropsTheStagedY) {
   EXPECT_EQ(f.reject(s, single, kH100), "") << to_string(s);
   EXPECT_EQ(s.at("MMA"), 0) << to_string(s);
   EXPECT_EQ(s.at("THREADS"), 128) << to_string(s);
+}
+
+// A re-tune after the template changed starts from the problem's own shipped winner as it was
+// measured: adapting it would re-split k (SPLITK 1 -> 2 for 4096 rows of 2 a block on 132 SMs),
+// a configuration never measured; the H200's re-tune of the skinny grid lost 31.4 us winners to
+// 44.6 us ones that way. Another problem's winner is still adapted.
+TEST(GemmSkinny, ReTuneSeedIsTheProblemsOwnWinnerAsMeasured) {
+  const Family& f = find_family("gemm_skinny");
+  const Problem p = gemm_skinny_problem("f32", true, false, 4096, 12, 4096, 4);
+  ResultRecord r;
+  r.problem = p.key();
+  r.config = "KWARPS=1,ROWS=2,SPLITK=1,THREADS=64,UNROLL=2,VEC=2";  // no GROUPS, no MMA
+  const Config as_measured = f.normalize(parse_config(r.config));
+  ASSERT_EQ(f.reject(as_measured, p, kH100), "");
+  ASSERT_NE(f.adapt(as_measured, p, kH100), as_measured);  // what the seed used to be
+  EXPECT_EQ(seed_config(f, r, p, kH100), as_measured);
+  EXPECT_EQ(as_measured.at("GROUPS"), 0);
+  EXPECT_EQ(as_measured.at("MMA"), 0);
+  const Problem other = gemm_skinny_problem("f32", true, false, 300, 12, 1 << 20, 4);
+  EXPECT_EQ(seed_config(f, r, other, kH100), f.adapt(as_measured, other, kH100));
 }
 
 // Real NVRTC: both kernels of every op and orientation with a split (and its reduction), sm_90.
