@@ -131,8 +131,11 @@ class GemmSkinnyFamily final : public Family {
     std::string head = type + ", " + std::to_string(s.n) + ", " + (s.y_kcontig ? "1" : "0") +
                        arg("THREADS") + arg("ROWS") + arg("VEC");
     std::vector<std::string> names;
-    if (s.x_kcontig && skinny::mma_of(c))
-      names.push_back("ktune::skinny_dot_mma<" + head + arg("UNROLL") + (split ? ", 1>" : ", 0>"));
+    if (skinny::mma_of(c))
+      names.push_back("ktune::skinny_dot_mma<" + type + ", " + std::to_string(s.n) +
+                      (s.x_kcontig ? ", 1, " : ", 0, ") + (s.y_kcontig ? "1" : "0") +
+                      arg("THREADS") + arg("ROWS") + arg("VEC") + arg("UNROLL") +
+                      (split ? ", 1>" : ", 0>"));
     else if (s.x_kcontig && skinny::groups_of(c) > 0)
       names.push_back("ktune::skinny_dot_staged<" + head + arg("GROUPS") + arg("UNROLL") +
                       (split ? ", 1>" : ", 0>"));
@@ -270,7 +273,7 @@ bool mma_of(const Config& c) {
 }
 
 std::int64_t Rules::block_rows(const Config& c, bool x_kcontig) {
-  if (x_kcontig && mma_of(c)) return get(c, "THREADS") / 32 * 8 * get(c, "ROWS");
+  if (mma_of(c)) return get(c, "THREADS") / 32 * 8 * get(c, "ROWS");
   if (x_kcontig) return get(c, "ROWS") * std::max<std::int64_t>(1, groups_of(c));
   const std::int64_t warps = get(c, "THREADS") / 32;
   return warps / get(c, "KWARPS") * get(c, "ROWS") * 32 * get(c, "VEC");
@@ -293,19 +296,21 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
   const std::int64_t groups = groups_of(c);
   const bool mma = mma_of(c);
   if (mma) {
-    if (!s.x_kcontig) return "MMA is for X stored k-contiguous";
     if (in != 8 || acc != 8) return "MMA (the FP64 tensor cores) is for f64";
     if (limits.cc_major < 8) return "MMA needs sm_80 or newer";
     if (groups != 0) return "MMA reads Y through L1 (GROUPS 0)";
+    if (kwarps != 1) return "MMA: each warp takes its own rows (KWARPS 1)";
+    if (!s.x_kcontig && vec != 1) return "MMA reads an m-contiguous X a scalar at a time (VEC 1)";
+    // Sums in the mma fragments: 4 doubles a lane per 8-row tile; the smallest block (two warps
+    // of one tile) covers 16 rows.
+    const std::int64_t block = block_rows(c, true);
+    if (block > 16 && block >= 2 * s.m) return "more rows per block than the problem has";
   }
-  if (s.x_kcontig) {
+  if (mma) {
+    // Checked above, either layout of X.
+  } else if (s.x_kcontig) {
     if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
-    if (mma) {
-      // Sums in the mma fragments: 4 doubles a lane per 8-row tile; the smallest block (two
-      // warps of one tile) covers 16 rows.
-      const std::int64_t block = block_rows(c, true);
-      if (block > 16 && block >= 2 * s.m) return "more rows per block than the problem has";
-    } else if (groups > 0) {
+    if (groups > 0) {
       // The staged kernel holds no Y in registers: twice the sums (a compile that spills is
       // refused after it).
       if (threads / groups < 32) return "fewer than a warp per row group";
@@ -318,7 +323,7 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
       return "more sums per thread than registers hold";
     }
     const std::int64_t block = block_rows(c, true);
-    if (!mma && block > 1 && block >= 2 * s.m) return "more rows per block than the problem has";
+    if (block > 1 && block >= 2 * s.m) return "more rows per block than the problem has";
   } else {
     if (groups != 0) return "GROUPS is for X stored k-contiguous";
     const std::int64_t warps = threads / 32;
@@ -341,9 +346,9 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
     // Rounding k per split to whole packets may leave a split or a few empty; half of them
     // empty is the next smaller SPLITK again.
     if (parts.splits * 2 <= split) return "SPLITK leaves half its splits empty";
-    const std::int64_t least = !s.x_kcontig ? kwarps * 4
-                               : mma        ? 8 * get(c, "UNROLL")
-                                            : threads / std::max<std::int64_t>(1, groups) * vec;
+    const std::int64_t least = mma            ? 8 * get(c, "UNROLL")
+                               : !s.x_kcontig ? kwarps * 4
+                                              : threads / std::max<std::int64_t>(1, groups) * vec;
     if (parts.per_split < least) return "splits too short for the block";
   }
   if (blocks(c, s) > kMaxDim) return "too many blocks for one launch";
@@ -368,7 +373,9 @@ Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align,
   c["VEC"] = std::min<std::int64_t>({c["VEC"], align, 16 / t.in_bytes});
   if (s.x_kcontig) c["KWARPS"] = 1;
   if (!s.x_kcontig && c.count("GROUPS")) c["GROUPS"] = 0;
-  // The tensor-core kernel where the target allows it (f64, X k-contiguous), else the FMA one.
+  // The tensor-core kernel where the target allows it (f64; scalar loads of an m-contiguous X),
+  // else the FMA one.
+  if (mma_of(c) && !s.x_kcontig) c["VEC"] = 1;
   if (mma_of(c) && reject(with_split(c, 1), s, align, t, limits).find("MMA") != std::string::npos)
     c["MMA"] = 0;
   // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
@@ -472,6 +479,11 @@ std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
       {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
       {"SPLITK", {1, 2, 4, 8, 16, 32, 64}, split_help},
   };
+  // A huge k over a few dozen rows of an m-contiguous X (16 x 33 x 585357: one block of rows)
+  // needs hundreds of splits to fill the GPU; 64 left it at 0.03 to 0.08 x cuBLAS.
+  if (staged)
+    for (Param& q : out)
+      if (q.name == "SPLITK") q.values.insert(q.values.end(), {128, 256, 512});
   if (staged)
     out.push_back({"GROUPS",
                    {0, 1, 2, 4},
@@ -496,7 +508,9 @@ void launch(const Kernel& kernel, const Config& c, const Geometry& s, const KPar
     int splits = static_cast<int>(parts.splits);
     void* reduce[] = {args, &splits};
     const std::int64_t total = s.m * s.n;
-    const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>((total + 255) / 256, 4096));
+    const std::int64_t threads = parts.splits > 32 ? total * 32 : total;  // see skinny_reduce
+    const unsigned grid =
+        static_cast<unsigned>(std::min<std::int64_t>((threads + 255) / 256, 4096));
     kernel.launch_dependent(1, grid, 1, 1, 256, 1, 1, 0, stream, reduce);
   }
 }

@@ -13,7 +13,7 @@
 //    packets of VEC consecutive rows, KWARPS warps take interleaved k, then reduce in shared
 //    memory.
 // SPLIT: the k range of grid dimension z is one of several; partial sums go to the workspace
-// ([split][j][i]) and skinny_reduce adds them in split order (the bits do not depend on timing).
+// ([split][j][i]) and skinny_reduce adds them in a fixed order (the bits do not depend on timing).
 #pragma once
 
 #include "common.cuh"
@@ -269,11 +269,13 @@ __global__ void __launch_bounds__(THREADS) skinny_dot_staged(SkinnyParams<T> p) 
 // loads in flight; Y comes through L1, shared by the block's warps. In a slab, lane (g, t) of a
 // tile loads the two k of X row g at 2t and 2t + 1 (one 16-byte packet with VEC = 2) and the same
 // two k of Y column g; the two mma of the slab take the first and the second of each pair, so that
-// X and Y agree on which k each step sums.
-template <typename T, int N, int YK, int THREADS, int ROWS, int VEC, int UNROLL, int SPLIT>
+// X and Y agree on which k each step sums. X m-contiguous (XK = 0) is read the same way, a
+// scalar at a time: the 8 rows of a tile at one k are 64 contiguous bytes.
+template <typename T, int N, int XK, int YK, int THREADS, int ROWS, int VEC, int UNROLL, int SPLIT>
 __global__ void __launch_bounds__(THREADS) skinny_dot_mma(SkinnyParams<T> p) {
-  static_assert(sizeof(T) == 8 && THREADS % 32 == 0 && N >= 1 && N <= 16 && VEC <= 2,
-                "skinny_dot_mma: f64, bad geometry");
+  static_assert(
+      sizeof(T) == 8 && THREADS % 32 == 0 && N >= 1 && N <= 16 && VEC <= 2 && (XK || VEC == 1),
+      "skinny_dot_mma: f64, bad geometry");
 #if __CUDA_ARCH__ >= 900
   if (SPLIT) asm volatile("griddepcontrol.launch_dependents;");
 #endif
@@ -309,8 +311,11 @@ __global__ void __launch_bounds__(THREADS) skinny_dot_mma(SkinnyParams<T> p) {
             const Packet<T, 2> v =
                 load_packet<1>(reinterpret_cast<const Packet<T, 2>*>(xr[r] + kk));
             a[u][r][0] = v.v[0], a[u][r][1] = v.v[1];
-          } else {
+          } else if (XK) {
             a[u][r][0] = xr[r][kk], a[u][r][1] = xr[r][kk + 1];
+          } else {
+            a[u][r][0] = xr[r][static_cast<long long>(kk) * p.xs_k];
+            a[u][r][1] = xr[r][static_cast<long long>(kk + 1) * p.xs_k];
           }
         }
 #pragma unroll
@@ -332,7 +337,8 @@ __global__ void __launch_bounds__(THREADS) skinny_dot_mma(SkinnyParams<T> p) {
           const int kk = kb + 8 * u + 2 * t + e;
           const bool in = kk < k1;
 #pragma unroll
-          for (int r = 0; r < ROWS; ++r) a[u][r][e] = in ? xr[r][kk] : T(0);
+          for (int r = 0; r < ROWS; ++r)
+            a[u][r][e] = in ? xr[r][XK ? kk : static_cast<long long>(kk) * p.xs_k] : T(0);
 #pragma unroll
           for (int c = 0; c < kTilesN; ++c)
             b[u][c][e] = in ? __ldg(yc[c] + static_cast<long long>(kk) * p.ys_k) : T(0);
@@ -446,14 +452,31 @@ __global__ void __launch_bounds__(THREADS) skinny_axpy(SkinnyParams<T> p) {
     }
 }
 
-// Launched as a programmatic dependent of the split kernel: adds the splits' partial sums in
-// split order and writes D.
+// Launched as a programmatic dependent of the split kernel: adds the splits' partial sums in a
+// fixed order (split order, or beyond 32 splits a warp's lanes and a shuffle tree) and writes D.
 template <typename T>
 __global__ void __launch_bounds__(256) skinny_reduce(SkinnyParams<T> p, int splits) {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   const long long total = static_cast<long long>(p.m) * p.n;
+  if (splits > 32) {
+    // Many splits of few results (a huge k over a few dozen rows): a warp per result, its lanes
+    // taking every 32nd split, then a fixed shuffle tree (a thread adding 512 splits in turn
+    // waited on them one by one).
+    const int lane = threadIdx.x % 32;
+    const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
+    for (long long idx = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+         idx < total; idx += warps) {
+      T sum = T(0);
+      for (int s = lane; s < splits; s += 32) sum += p.workspace[s * total + idx];
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      if (lane == 0)
+        skinny_put<T, 0>(p, static_cast<int>(idx % p.m), static_cast<int>(idx / p.m), sum);
+    }
+    return;
+  }
   for (long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<long long>(gridDim.x) * blockDim.x) {
     const int i = static_cast<int>(idx % p.m), j = static_cast<int>(idx / p.m);

@@ -518,6 +518,17 @@ TEST_F(GemmGpu, SkinnyShapesEveryOpLayoutAndOrientation) {
           gemm_skinny_problem("f32", c.op_a == Op::kT, c.op_b == Op::kT, c.m, c.n, c.k, 4);
       EXPECT_GT(parse_config(rt.explain("gemm_skinny", p.key()).config).at("SPLITK"), 1);
     }
+  // A huge k over 33 rows of an m-contiguous X: hundreds of splits, added by a warp per result.
+  for (Op oa : {Op::kN, Op::kT}) {
+    Case c;
+    c.op_a = oa, c.op_b = Op::kT;
+    c.m = 16, c.n = 33, c.k = 300001;
+    c.beta = 0.5;
+    run_case<float>(rt, c, ++seed);
+    run_case<double>(rt, c, ++seed);
+    const Problem p = gemm_skinny_problem("f64", oa == Op::kT, true, c.m, c.n, c.k, 2);
+    EXPECT_GT(parse_config(rt.explain("gemm_skinny", p.key()).config).at("SPLITK"), 32);
+  }
 }
 
 // A tuning sample of the skinny space on odd, unaligned and long-k problems: every candidate
@@ -556,10 +567,10 @@ TEST_F(GemmGpu, SkinnyTunedCandidatesVerifyAndRepeatBitForBit) {
 }
 
 // The staged dot kernel (GROUPS > 0: Y in shared memory for row groups) alone, then for f64 the
-// tensor-core one (MMA = 1): a tuning sample of each on problems whose X is k-contiguous, Y
-// n-contiguous (the n x k operand of few rows) and k-contiguous, odd and unaligned sizes, rows
-// short of a block, a long k split. The tuner checks each candidate against the reference: every
-// one that compiles verifies.
+// tensor-core one (MMA = 1): a tuning sample of each on problems whose X is k-contiguous (and for
+// the tensor cores m-contiguous), Y n-contiguous (the n x k operand of few rows) and
+// k-contiguous, odd and unaligned sizes, rows short of a block, a long k split. The tuner checks
+// each candidate against the reference: every one that compiles verifies.
 TEST_F(GemmGpu, SkinnyStagedAndTensorCoreCandidatesVerify) {
   KTUNE_REQUIRE_GPU();
   ktune::testing::TempDir dir;
@@ -567,11 +578,18 @@ TEST_F(GemmGpu, SkinnyStagedAndTensorCoreCandidatesVerify) {
   const Problem problems[] = {gemm_skinny_problem("f64", false, false, 14, 895, 6362, 2),
                               gemm_skinny_problem("f32", true, false, 1001, 13, 3001, 1),
                               gemm_skinny_problem("f64", true, true, 9565, 10, 2517, 1),
-                              gemm_skinny_problem("f32", false, false, 5, 301, 100003, 4)};
+                              gemm_skinny_problem("f32", false, false, 5, 301, 100003, 4),
+                              // X m-contiguous (B stored n x k): the tensor-core kernel only.
+                              gemm_skinny_problem("f64", true, true, 11, 1079, 5353, 2),
+                              gemm_skinny_problem("f64", false, true, 4077, 13, 482, 1)};
   Database db(dir.file("staged.db"));
   for (const Problem& problem : problems)
     for (bool mma : {false, true}) {
       if (mma && problem.attr("dtype") != "f64") continue;
+      const bool x_kcontig = problem.size("m") < problem.size("n")  // as geometry_of reads it
+                                 ? problem.attr("op")[1] == 'n'
+                                 : problem.attr("op")[0] == 't';
+      if (!mma && !x_kcontig) continue;
       TuneOptions o = random_sample(24, 2, 0);
       o.only["MMA"] = {mma ? 1 : 0};
       o.only["GROUPS"] = mma ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{1, 2, 4};

@@ -12,7 +12,6 @@
 #include "platform/nvrtc.hpp"
 #include "tuner/space.hpp"
 #include "tuner/tuner.hpp"
-#include "tuner/tuner.hpp"
 
 namespace ktune {
 namespace {
@@ -90,26 +89,27 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
       EXPECT_LE(c.at("VEC"), p.size("align")) << to_string(c);
       EXPECT_LE(c.at("VEC") * (f32 ? 4 : 8), 16) << to_string(c);
       const auto names = f.name_expressions(c, p);
-      const bool dot = contains(names[0], "skinny_dot");
-      if (dot) {
+      // The tensor-core kernel (either layout of X): f64 alone, its sums in the mma fragments,
+      // an m-contiguous X read a scalar at a time.
+      EXPECT_EQ(contains(names[0], "skinny_dot_mma"), c.at("MMA") == 1) << names[0];
+      if (c.at("MMA") == 1) {
+        EXPECT_FALSE(f32) << to_string(c);
+        EXPECT_EQ(c.at("GROUPS"), 0) << to_string(c);
+        EXPECT_EQ(c.at("KWARPS"), 1) << to_string(c);
+        if (!contains(names[0], "<double, " + std::to_string(n) + ", 1,")) {
+          EXPECT_EQ(c.at("VEC"), 1) << to_string(c);
+        }
+      } else if (contains(names[0], "skinny_dot")) {
         EXPECT_EQ(c.at("KWARPS"), 1) << to_string(c);
         const std::int64_t groups = c.at("GROUPS");
         // Staged (Y in shared memory, no Y in registers): twice the sums, a warp per row group.
         EXPECT_EQ(contains(names[0], "skinny_dot_staged"), groups > 0) << names[0];
-        // The tensor-core kernel: f64 alone, its sums in the mma fragments.
-        EXPECT_EQ(contains(names[0], "skinny_dot_mma"), c.at("MMA") == 1) << names[0];
-        if (c.at("MMA") == 1) {
-          EXPECT_FALSE(f32) << to_string(c);
-          EXPECT_EQ(groups, 0) << to_string(c);
-        } else {
-          EXPECT_LE(c.at("ROWS") * n, (f32 ? 64 : 32) * (groups > 0 ? 2 : 1)) << to_string(c);
-        }
+        EXPECT_LE(c.at("ROWS") * n, (f32 ? 64 : 32) * (groups > 0 ? 2 : 1)) << to_string(c);
         if (groups > 0) {
           EXPECT_GE(c.at("THREADS") / groups, 32) << to_string(c);
         }
       } else {
         EXPECT_EQ(c.at("GROUPS"), 0) << to_string(c);
-        EXPECT_EQ(c.at("MMA"), 0) << to_string(c);
         EXPECT_EQ((c.at("THREADS") / 32) % c.at("KWARPS"), 0) << to_string(c);
         EXPECT_LE(c.at("ROWS") * c.at("VEC") * n, f32 ? 64 : 32) << to_string(c);
       }
@@ -143,6 +143,10 @@ TEST(GemmSkinny, DefaultIsValidForEveryProblemAndSplitsLongK) {
   // 200 rows of k = 1M: the default splits k to give the GPU blocks enough.
   const Problem long_k = gemm_skinny_problem("f32", true, false, 200, 4, 1 << 20, 4);
   EXPECT_GT(f.default_config(long_k, kH100).at("SPLITK"), 1);
+  // 33 rows of an m-contiguous X with k = 585357 (one block of rows): hundreds of splits.
+  const Problem few_rows = gemm_skinny_problem("f64", false, true, 16, 33, 585357, 2);
+  EXPECT_GE(f.default_config(few_rows, kH100).at("SPLITK"), 256)
+      << to_string(f.default_config(few_rows, kH100));
   // 100000 rows: enough blocks without.
   const Problem tall = gemm_skinny_problem("f32", true, false, 100000, 4, 4096, 4);
   EXPECT_EQ(f.default_config(tall, kH100).at("SPLITK"), 1);
