@@ -56,7 +56,7 @@ class GemmSkinnyFamily final : public Family {
             {1, 2, 4}, "elements per load of X (needs aligned pointers and leading dims)",
             "k splits over the grid, their partial sums added in a fixed order by a second "
             "kernel",
-            /*staged=*/true)) {}
+            /*extended=*/true)) {}
   std::string name() const override { return "gemm_skinny"; }
   std::string description() const override {
     return "GEMM with n or m <= 16 (matrix-vector included): X read once, f32/f64";
@@ -82,9 +82,9 @@ class GemmSkinnyFamily final : public Family {
     return {gemm_skinny_problem("f32", false, false, 8192, 1, 8192, 4)};
   }
 
-  // Every configuration of THREADS x ROWS x VEC at one unroll (Y through L1 or staged for 2 and 4
-  // row groups), and each unroll, KWARPS, split and GROUPS on one shape: every code path without
-  // the whole product.
+  // Every configuration of THREADS x ROWS x VEC at one unroll (Y through L1, staged for 2 and 4
+  // row groups, and for f64 the tensor cores), and each unroll, KWARPS, split and GROUPS on one
+  // shape: every code path without the whole product.
   std::vector<Config> check_configs(const std::vector<Config>& space) const override {
     std::vector<Config> out;
     for (const auto& c : space) {
@@ -305,9 +305,6 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
     // of one tile) covers 16 rows.
     const std::int64_t block = block_rows(c, true);
     if (block > 16 && block >= 2 * s.m) return "more rows per block than the problem has";
-  }
-  if (mma) {
-    // Checked above, either layout of X.
   } else if (s.x_kcontig) {
     if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
     if (groups > 0) {
@@ -464,7 +461,7 @@ Config Rules::fill_split(Config c, const Geometry& s, std::int64_t align, const 
 }
 
 std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
-                          const char* split_help, bool staged) {
+                          const char* split_help, bool extended) {
   std::vector<Param> out = {
       {"THREADS", {64, 128, 256, 512}, "threads per block"},
       {"ROWS",
@@ -479,22 +476,20 @@ std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
       {"UNROLL", {1, 2, 4}, "k-loop unroll: loads of that many steps in flight per thread"},
       {"SPLITK", {1, 2, 4, 8, 16, 32, 64}, split_help},
   };
+  if (!extended) return out;
   // A huge k over a few dozen rows of an m-contiguous X (16 x 33 x 585357: one block of rows)
   // needs hundreds of splits to fill the GPU; 64 left it at 0.03 to 0.08 x cuBLAS.
-  if (staged)
-    for (Param& q : out)
-      if (q.name == "SPLITK") q.values.insert(q.values.end(), {128, 256, 512});
-  if (staged)
-    out.push_back({"GROUPS",
-                   {0, 1, 2, 4},
-                   "X k-contiguous: 0 reads Y through the L1 cache; G > 0 stages each k-chunk of "
-                   "Y in shared memory for G row groups of ROWS rows (Y read once per G x ROWS "
-                   "rows)"});
-  if (staged)
-    out.push_back({"MMA",
-                   {0, 1},
-                   "X k-contiguous, f64: 1 computes on the FP64 tensor cores (mma.sync m8n8k4), "
-                   "ROWS then counting tiles of 8 rows per warp"});
+  for (Param& q : out)
+    if (q.name == "SPLITK") q.values.insert(q.values.end(), {128, 256, 512});
+  out.push_back({"GROUPS",
+                 {0, 1, 2, 4},
+                 "X k-contiguous: 0 reads Y through the L1 cache; G > 0 stages each k-chunk of "
+                 "Y in shared memory for G row groups of ROWS rows (Y read once per G x ROWS "
+                 "rows)"});
+  out.push_back({"MMA",
+                 {0, 1},
+                 "f64: 1 computes on the FP64 tensor cores (mma.sync m8n8k4; an m-contiguous X "
+                 "with VEC 1), ROWS then counting tiles of 8 rows per warp"});
   return out;
 }
 

@@ -53,10 +53,11 @@ std::int64_t groups_of(const Config& c);
 bool mma_of(const Config& c);
 
 // The parameters both families search: THREADS, ROWS, VEC (of `vec` values, help `vec_help`),
-// KWARPS, UNROLL, SPLITK (help `split_help`), and with `staged` GROUPS and MMA (gemm_skinny.cuh's
-// skinny_dot_staged, Y staged in shared memory, and skinny_dot_mma, f64 on the tensor cores).
+// KWARPS, UNROLL, SPLITK (help `split_help`); with `extended` (gemm_skinny's f32 / f64 kernels)
+// SPLITK up to 512, GROUPS (skinny_dot_staged: Y staged in shared memory) and MMA
+// (skinny_dot_mma: f64 on the tensor cores).
 std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
-                          const char* split_help, bool staged = false);
+                          const char* split_help, bool extended = false);
 
 // The parameters (THREADS, ROWS, VEC, KWARPS, UNROLL, SPLITK, GROUPS) and their rules for one
 // problem (its geometry, alignment class in elements and types).
