@@ -316,9 +316,9 @@ PY
           sdb=$(mktemp -d)/skinny.db
           run_step "skinny-$g-$d-$shape-$op" "$KTUNE" tune gemm --dtype "$d" --shape "$shape" \
             --op "$op" --db "$sdb" "${only[@]}" --max-evals "${SKINNY_EVALS:-60}" --max-seconds 30
-          run_step "skinny-bench-$g-$d-$shape-$op" "$KTUNE" bench gemm --dtype "$d" --shape "$shape" \
-            --op "$op" --db "$sdb" --csv "$LOGS/skinny_${g}_${d}_${shape}_$op.csv"
           csv="$LOGS/skinny_${g}_${d}_${shape}_$op.csv"
+          run_step "skinny-bench-$g-$d-$shape-$op" "$KTUNE" bench gemm --dtype "$d" --shape "$shape" \
+            --op "$op" --db "$sdb" --csv "$csv"
           [ -f "$OUT/skinny_ab.csv" ] || head -1 "$csv" | sed "s/^/kernel,/" > "$OUT/skinny_ab.csv"
           tail -n +2 "$csv" | sed "s/^/$g,/" >> "$OUT/skinny_ab.csv"
         done

@@ -272,6 +272,11 @@ bool mma_of(const Config& c) {
   return it != c.end() && it->second != 0;
 }
 
+Rules::Rules(std::vector<Param> params) : params_(std::move(params)) {
+  extended_ =
+      std::any_of(params_.begin(), params_.end(), [](const Param& q) { return q.name == "MMA"; });
+}
+
 std::int64_t Rules::block_rows(const Config& c, bool x_kcontig) {
   if (mma_of(c)) return get(c, "THREADS") / 32 * 8 * get(c, "ROWS");
   if (x_kcontig) return get(c, "ROWS") * std::max<std::int64_t>(1, groups_of(c));
@@ -416,9 +421,7 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
   std::int64_t threads = s.x_kcontig ? 128 : 512;
   if (s.x_kcontig && t.threads_fit_k)
     while (threads > 64 && threads / 2 * std::min<std::int64_t>(align, x_vec) >= s.k) threads /= 2;
-  const bool has_mma =
-      std::any_of(params_.begin(), params_.end(), [](const Param& q) { return q.name == "MMA"; });
-  if (has_mma && s.x_kcontig && t.in_bytes == 8 && t.acc_bytes == 8 && s.n >= 4 &&
+  if (extended_ && s.x_kcontig && t.in_bytes == 8 && t.acc_bytes == 8 && s.n >= 4 &&
       limits.cc_major >= 8) {
     // f64 with 4 to 16 columns: the tensor-core kernel, as its winners on an H200 (0.9 to 1.4 x
     // cuBLAS where the FMA kernels reached 0.5 to 0.8): 8 warps of one tile, 4 slabs in flight.
@@ -434,8 +437,7 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
               {"KWARPS", s.x_kcontig ? 1 : 4},
               {"UNROLL", s.x_kcontig ? 2 : 4},
               {"SPLITK", 1}};
-  for (const auto& param : params_)
-    if (param.name == "GROUPS" || param.name == "MMA") c[param.name] = 0;
+  if (extended_) c["GROUPS"] = c["MMA"] = 0;
   // Down to what the problem allows (ROWS, VEC and KWARPS of 1 always fit).
   while (c["KWARPS"] > 1 && !reject(c, s, align, t, limits).empty()) c["KWARPS"] /= 2;
   while (c["VEC"] > 1 && !reject(c, s, align, t, limits).empty()) c["VEC"] /= 2;

@@ -63,7 +63,7 @@ std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
 // problem (its geometry, alignment class in elements and types).
 class Rules {
  public:
-  explicit Rules(std::vector<Param> params) : params_(std::move(params)) {}
+  explicit Rules(std::vector<Param> params);
   const std::vector<Param>& params() const { return params_; }
 
   // Rows of D one block covers, and the blocks of the grid.
@@ -85,6 +85,7 @@ class Rules {
   Config fill_split(Config c, const Geometry& s, std::int64_t align, const Types& t,
                     const DeviceLimits& limits) const;
   std::vector<Param> params_;
+  bool extended_ = false;  // GROUPS and MMA among the parameters (params' `extended`)
 };
 
 // Launches the compiled candidate (function 0, and with k split the reduction, function 1, as its
