@@ -810,22 +810,6 @@ std::vector<GemmGridShape> gemm_grid() {
       {{1000, 300, 200000, N, N}, "huge-k"},
       {{64, 600, 40000, T, T}, "huge-k"},
       {{200, 800, 600000, N, T}, "huge-k"},
-      // Where the presets were weakest at 30adc0d (seeds 20261301 on the H200 and 20261302 on
-      // the H100): most tiled shapes below 0.80 x cuBLAS had one side of 17 to 300 with a long
-      // k, or were small enough for latency to rule, and were answered by winners of wider
-      // shapes. Tuned on the H100 only (2026-11-28).
-      {{48, 300, 150000, N, T}, "huge-k"},
-      {{300, 48, 80000, T, N}, "huge-k"},
-      {{600, 80, 250000, N, N}, "huge-k"},
-      {{150, 150, 500000, T, T}, "huge-k"},
-      {{900, 200, 50000, T, N}, "huge-k"},
-      {{20, 700, 120000, N, N}, "huge-k"},
-      {{400, 30, 700000, N, T}, "huge-k"},
-      {{128, 3000, 3000, N, N}, "general"},
-      {{8000, 120, 12000, T, T}, "general"},
-      {{250, 400, 12000, T, N}, "general"},
-      {{3000, 96, 400, N, T}, "general"},
-      {{1000, 100, 150, N, T}, "small-k"},
   };
   // m or n at most 16 (the skinny kernels): matrix-vector, 4, 8 and 12 columns, either side
   // short, every op (4 and 12 added where the nearest of 1 and 8 had answered 3 to 14 columns).
