@@ -301,18 +301,18 @@ PY
       ;;
     skinny-ab)
       # The skinny dot kernel with Y read through L1 (GROUPS=0), with Y staged in shared memory
-      # (GROUPS 1 to 4) and, for f64, on the tensor cores (MMA=1): each SKINNY_SHAPES entry
-      # (dtype:MxNxK:op) tuned alone each way into a database of its own (SKINNY_EVALS
-      # evaluations), then each database's winner timed against cuBLAS; all rows in skinny_ab.csv.
+      # (GROUPS 1 to 4) and on the tensor cores (MMA=1: f64, f32 as 3xTF32): each SKINNY_SHAPES
+      # entry (dtype:MxNxK:op) tuned alone each way of SKINNY_KERNELS into a database of its own
+      # (SKINNY_EVALS evaluations), then each database's winner timed against cuBLAS; all rows
+      # in skinny_ab.csv.
       for spec in ${SKINNY_SHAPES:-f64:14x895x6362:nn f64:7x3437x341:nn f64:9565x10x2517:tt \
         f32:14x895x6362:nn f64:4096x12x4096:tn f64:8x4096x4096:nn f64:16x2000x8000:nn \
         f32:16x2000x8000:tn f32:4096x1x4096:tn}; do
         IFS=: read -r d shape op <<< "$spec"
-        for g in l1 staged mma; do
+        for g in ${SKINNY_KERNELS:-l1 staged mma}; do
           only=(--only GROUPS=0 --only MMA=0)
           [ "$g" = staged ] && only=(--only GROUPS=1,2,4 --only MMA=0)
           [ "$g" = mma ] && only=(--only GROUPS=0 --only MMA=1)
-          [ "$g" = mma ] && [ "$d" != f64 ] && continue
           sdb=$(mktemp -d)/skinny.db
           run_step "skinny-$g-$d-$shape-$op" "$KTUNE" tune gemm --dtype "$d" --shape "$shape" \
             --op "$op" --db "$sdb" "${only[@]}" --max-evals "${SKINNY_EVALS:-60}" --max-seconds 30

@@ -301,15 +301,18 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
   const std::int64_t groups = groups_of(c);
   const bool mma = mma_of(c);
   if (mma) {
-    if (in != 8 || acc != 8) return "MMA (the FP64 tensor cores) is for f64";
+    if (in != acc || (in != 8 && in != 4)) return "MMA (the tensor cores) is for f32 and f64";
     if (limits.cc_major < 8) return "MMA needs sm_80 or newer";
+    if (in == 4 && rows % 2) return "MMA in f32 takes ROWS in pairs (tiles of 16 rows)";
+    if (vec > 2) return "MMA loads k in pairs (VEC 1 or 2)";
     if (groups != 0) return "MMA reads Y through L1 (GROUPS 0)";
     if (kwarps != 1) return "MMA: each warp takes its own rows (KWARPS 1)";
     if (!s.x_kcontig && vec != 1) return "MMA reads an m-contiguous X a scalar at a time (VEC 1)";
-    // Sums in the mma fragments: 4 doubles a lane per 8-row tile; the smallest block (two warps
-    // of one tile) covers 16 rows.
+    // Sums in the mma fragments: 2 a lane per group of 8 rows and tile of 8 columns; the
+    // smallest block (two warps of one tile: 8 rows in f64, 16 in f32) covers 16 or 32 rows.
     const std::int64_t block = block_rows(c, true);
-    if (block > 16 && block >= 2 * s.m) return "more rows per block than the problem has";
+    if (block > 2 * 8 * (in == 4 ? 2 : 1) && block >= 2 * s.m)
+      return "more rows per block than the problem has";
   } else if (s.x_kcontig) {
     if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
     if (groups > 0) {
@@ -375,18 +378,25 @@ Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align,
   c["VEC"] = std::min<std::int64_t>({c["VEC"], align, 16 / t.in_bytes});
   if (s.x_kcontig) c["KWARPS"] = 1;
   if (!s.x_kcontig && c.count("GROUPS")) c["GROUPS"] = 0;
-  // The tensor-core kernel where the target allows it (f64; scalar loads of an m-contiguous X),
-  // else the FMA one.
-  if (mma_of(c) && !s.x_kcontig) c["VEC"] = 1;
-  if (mma_of(c) && reject(with_split(c, 1), s, align, t, limits).find("MMA") != std::string::npos)
-    c["MMA"] = 0;
+  // The tensor-core kernel where the target allows it (f32 or f64; scalar loads of an
+  // m-contiguous X; f32's rows in pairs), else the FMA one.
+  if (mma_of(c)) {
+    Config tc = c;
+    tc["VEC"] = s.x_kcontig ? std::min<std::int64_t>(tc["VEC"], 2) : 1;
+    if (t.in_bytes == 4 && tc["ROWS"] % 2) tc["ROWS"] *= 2;  // an f64 tile of 8 rows, for f32
+    if (reject(with_split(tc, 1), s, align, t, limits).find("MMA") == std::string::npos)
+      c = tc;
+    else
+      c["MMA"] = 0;
+  }
+  const std::int64_t least_rows = mma_of(c) && t.in_bytes == 4 ? 2 : 1;
   // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
   // the registers (a winner of N = 8 with 8 rows for N = 13: 4 rows).
   auto too_many_rows = [&] {
     const std::string why = reject(with_split(c, 1), s, align, t, limits);
     return why.find("rows") != std::string::npos || why.find("sums") != std::string::npos;
   };
-  while (c["ROWS"] > 1 && too_many_rows()) c["ROWS"] /= 2;
+  while (c["ROWS"] > least_rows && too_many_rows()) c["ROWS"] /= 2;
   if (groups_of(c) > 0) {
     // Staged Y: fewer row groups where the problem has fewer rows; a chunk of more columns than
     // the tuned problem's, fewer packets per thread, else Y through the L1 cache.
@@ -490,8 +500,10 @@ std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,
                  "rows)"});
   out.push_back({"MMA",
                  {0, 1},
-                 "f64: 1 computes on the FP64 tensor cores (mma.sync m8n8k4; an m-contiguous X "
-                 "with VEC 1), ROWS then counting tiles of 8 rows per warp"});
+                 "1 computes on the tensor cores, ROWS then counting groups of 8 rows per warp "
+                 "(an m-contiguous X with VEC 1): f64 on the FP64 units (mma.sync m8n8k4), f32 "
+                 "as 3xTF32 (mma.sync m16n8k8, each operand split into two TF32 parts; ROWS "
+                 "even)"});
   return out;
 }
 

@@ -8,7 +8,8 @@
 //  - skinny_dot: X k-contiguous (rows are dot products): the block's threads stride along k over
 //    ROWS rows together, then reduce across lanes and warps;
 //  - skinny_dot_staged: the same with Y staged in shared memory for GROUPS row groups;
-//  - skinny_dot_mma (f64): the same on the FP64 tensor cores, 8-row tiles per warp;
+//  - skinny_dot_mma: the same on the tensor cores, groups of 8 rows per warp (f64 on the FP64
+//    units; f32 as 3xTF32, at about f32's precision);
 //  - skinny_axpy: X m-contiguous (C += column of X times a row of Y): each lane holds ROWS
 //    packets of VEC consecutive rows, KWARPS warps take interleaved k, then reduce in shared
 //    memory.
@@ -262,20 +263,49 @@ __global__ void __launch_bounds__(THREADS) skinny_dot_staged(SkinnyParams<T> p) 
   }
 }
 
-// The dot kernel on the FP64 tensor cores (mma.sync m8n8k4, sm_80 and newer): each warp owns
-// ROWS tiles of 8 rows and all N columns (one or two tiles of 8), and walks its block's k range in
-// slabs of 8, UNROLL slabs of loads in flight. The sums live in the mma fragments (4 registers a
-// lane per tile pair, where the FMA kernels hold ROWS x N a thread), which leaves registers for
-// loads in flight; Y comes through L1, shared by the block's warps. In a slab, lane (g, t) of a
-// tile loads the two k of X row g at 2t and 2t + 1 (one 16-byte packet with VEC = 2) and the same
-// two k of Y column g; the two mma of the slab take the first and the second of each pair, so that
-// X and Y agree on which k each step sums. X m-contiguous (XK = 0) is read the same way, a
-// scalar at a time: the 8 rows of a tile at one k are 64 contiguous bytes.
+// f32 on the tensor cores at about f32's precision (3xTF32): x = hi + lo, both TF32 (10-bit
+// mantissas), and a b = a_lo b_hi + a_hi b_lo + a_hi b_hi, summed in f32 (the dropped a_lo b_lo
+// and the split's rounding: about 2^-21 of |a b|, where an f32 product rounds to 2^-24). An
+// infinite x keeps lo = 0, so that inf - inf does not make a NaN of an infinite result.
+__device__ __forceinline__ void skinny_tf32_split(float x, unsigned& hi, unsigned& lo) {
+#if __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(hi) : "f"(x));
+  const float rest = x - __uint_as_float(hi);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(lo) : "f"(isfinite(rest) ? rest : 0.0f));
+#endif
+}
+
+// D(16 x 8) += A(16 x 8) B(8 x 8) in TF32, f32 sums: lane (g, t) holds D's rows g (top) and g + 8
+// (bottom) at columns 2t and 2t + 1, A's rows g and g + 8 at k = t and t + 4, B's column g at the
+// same two k.
+__device__ __forceinline__ void skinny_mma_tf32(float (&top)[2], float (&bottom)[2],
+                                                const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(top[0]), "+f"(top[1]), "+f"(bottom[0]), "+f"(bottom[1])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// The dot kernel on the tensor cores (sm_80 and newer): f64 with mma.sync m8n8k4 on the FP64
+// units, f32 with three mma.sync m16n8k8 TF32 per step (skinny_tf32_split). Each warp owns ROWS
+// groups of 8 rows (f32: ROWS even, a pair of groups per 16-row tile) and all N columns (one or
+// two tiles of 8), and walks its block's k range in slabs of 8, UNROLL slabs of loads in flight.
+// The sums live in the mma fragments (2 registers a lane per group and tile of columns, where the
+// FMA kernels hold ROWS x N a thread), which leaves registers for loads in flight; Y comes
+// through L1, shared by the block's warps. In a slab, lane (g, t) loads the two k of X row g of
+// each group at 2t and 2t + 1 (one packet with VEC = 2) and the same two k of Y column g. f64's
+// two mma of the slab take the first and the second of each pair; f32's one mma takes the first as
+// its k = t and the second as k = t + 4: either way X and Y agree on which k each step sums. X
+// m-contiguous (XK = 0) is read the same way, a scalar at a time: the 8 rows of a group at one k
+// are contiguous.
 template <typename T, int N, int XK, int YK, int THREADS, int ROWS, int VEC, int UNROLL, int SPLIT>
 __global__ void __launch_bounds__(THREADS) skinny_dot_mma(SkinnyParams<T> p) {
-  static_assert(
-      sizeof(T) == 8 && THREADS % 32 == 0 && N >= 1 && N <= 16 && VEC <= 2 && (XK || VEC == 1),
-      "skinny_dot_mma: f64, bad geometry");
+  static_assert((sizeof(T) == 8 || ROWS % 2 == 0) && THREADS % 32 == 0 && N >= 1 && N <= 16 &&
+                    VEC <= 2 && (XK || VEC == 1),
+                "skinny_dot_mma: bad geometry");
 #if __CUDA_ARCH__ >= 900
   if (SPLIT) asm volatile("griddepcontrol.launch_dependents;");
 #endif
@@ -344,20 +374,47 @@ __global__ void __launch_bounds__(THREADS) skinny_dot_mma(SkinnyParams<T> p) {
             b[u][c][e] = in ? __ldg(yc[c] + static_cast<long long>(kk) * p.ys_k) : T(0);
         }
     }
+    if constexpr (sizeof(T) == 8) {
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u)
+      for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
-      for (int e = 0; e < 2; ++e)
+        for (int e = 0; e < 2; ++e)
 #pragma unroll
-        for (int r = 0; r < ROWS; ++r)
+          for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-          for (int c = 0; c < kTilesN; ++c)
-            asm volatile(
-                "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
-                : "+d"(acc[r][c][0]), "+d"(acc[r][c][1])
-                : "d"(a[u][r][e]), "d"(b[u][c][e]));
+            for (int c = 0; c < kTilesN; ++c)
+              asm volatile(
+                  "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, "
+                  "%1};\n"
+                  : "+d"(acc[r][c][0]), "+d"(acc[r][c][1])
+                  : "d"(a[u][r][e]), "d"(b[u][c][e]));
+    } else {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u) {
+        unsigned bh[kTilesN][2], bl[kTilesN][2];
+#pragma unroll
+        for (int c = 0; c < kTilesN; ++c)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) skinny_tf32_split(b[u][c][e], bh[c][e], bl[c][e]);
+#pragma unroll
+        for (int r = 0; r < ROWS; r += 2) {
+          // A's fragment: rows g and g + 8 (groups r and r + 1) at k = t and t + 4.
+          unsigned ah[4], al[4];
+          skinny_tf32_split(a[u][r][0], ah[0], al[0]);
+          skinny_tf32_split(a[u][r + 1][0], ah[1], al[1]);
+          skinny_tf32_split(a[u][r][1], ah[2], al[2]);
+          skinny_tf32_split(a[u][r + 1][1], ah[3], al[3]);
+#pragma unroll
+          for (int c = 0; c < kTilesN; ++c) {  // the small terms first, then the large one
+            skinny_mma_tf32(acc[r][c], acc[r + 1][c], al, bh[c]);
+            skinny_mma_tf32(acc[r][c], acc[r + 1][c], ah, bl[c]);
+            skinny_mma_tf32(acc[r][c], acc[r + 1][c], ah, bh[c]);
+          }
+        }
+      }
+    }
   }
-  // Lane (g, t) holds D(row g of the tile, columns 2t and 2t + 1).
+  // Lane (g, t) holds D(row g of each group, columns 2t and 2t + 1).
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
     const int row = row0 + 8 * r + g;

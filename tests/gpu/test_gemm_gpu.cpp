@@ -566,11 +566,11 @@ TEST_F(GemmGpu, SkinnyTunedCandidatesVerifyAndRepeatBitForBit) {
   EXPECT_EQ(rt.explain("gemm_skinny", problems[0].key()).step, LookupStep::kCache);
 }
 
-// The staged dot kernel (GROUPS > 0: Y in shared memory for row groups) alone, then for f64 the
-// tensor-core one (MMA = 1): a tuning sample of each on problems whose X is k-contiguous (and for
-// the tensor cores m-contiguous), Y n-contiguous (the n x k operand of few rows) and
-// k-contiguous, odd and unaligned sizes, rows short of a block, a long k split. The tuner checks
-// each candidate against the reference: every one that compiles verifies.
+// The staged dot kernel (GROUPS > 0: Y in shared memory for row groups) alone, then the
+// tensor-core one (MMA = 1: f64, and f32 as 3xTF32): a tuning sample of each on problems whose X is
+// k-contiguous (and for the tensor cores m-contiguous), Y n-contiguous (the n x k operand of few
+// rows) and k-contiguous, odd and unaligned sizes, rows short of a block, a long k split. The tuner
+// checks each candidate against the reference: every one that compiles verifies.
 TEST_F(GemmGpu, SkinnyStagedAndTensorCoreCandidatesVerify) {
   KTUNE_REQUIRE_GPU();
   ktune::testing::TempDir dir;
@@ -581,11 +581,11 @@ TEST_F(GemmGpu, SkinnyStagedAndTensorCoreCandidatesVerify) {
                               gemm_skinny_problem("f32", false, false, 5, 301, 100003, 4),
                               // X m-contiguous (B stored n x k): the tensor-core kernel only.
                               gemm_skinny_problem("f64", true, true, 11, 1079, 5353, 2),
-                              gemm_skinny_problem("f64", false, true, 4077, 13, 482, 1)};
+                              gemm_skinny_problem("f64", false, true, 4077, 13, 482, 1),
+                              gemm_skinny_problem("f32", true, true, 11, 1079, 5353, 4)};
   Database db(dir.file("staged.db"));
   for (const Problem& problem : problems)
     for (bool mma : {false, true}) {
-      if (mma && problem.attr("dtype") != "f64") continue;
       const bool x_kcontig = problem.size("m") < problem.size("n")  // as geometry_of reads it
                                  ? problem.attr("op")[1] == 'n'
                                  : problem.attr("op")[0] == 't';
@@ -596,16 +596,19 @@ TEST_F(GemmGpu, SkinnyStagedAndTensorCoreCandidatesVerify) {
       const TuneSummary s = tune(db, ktune_held_device, family, problem, o);
       EXPECT_GT(s.ok, 8u) << problem.key() << (mma ? " MMA" : " staged");
     }
-  std::size_t staged = 0, mma = 0;
+  constexpr auto npos = std::string::npos;
+  std::size_t staged = 0, mma = 0, mma_f32 = 0;
   for (const auto& r : db.results({})) {
     EXPECT_TRUE(r.status == "ok" || r.status == "invalid")
         << r.problem << " " << r.config << ": " << r.status << " " << r.message;
     const Config c = parse_config(r.config);
     staged += r.status == "ok" && c.at("GROUPS") > 0;
     mma += r.status == "ok" && c.at("MMA") == 1;
+    mma_f32 += r.status == "ok" && c.at("MMA") == 1 && r.problem.find("dtype=f32") != npos;
   }
   EXPECT_GT(staged, 32u);
   EXPECT_GT(mma, 16u);
+  EXPECT_GT(mma_f32, 16u);  // 3xTF32, verified like the rest
 }
 
 }  // namespace

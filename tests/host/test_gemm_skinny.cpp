@@ -89,14 +89,18 @@ TEST(GemmSkinny, ConstraintsHoldForEveryConfigOfTheSpace) {
       EXPECT_LE(c.at("VEC"), p.size("align")) << to_string(c);
       EXPECT_LE(c.at("VEC") * (f32 ? 4 : 8), 16) << to_string(c);
       const auto names = f.name_expressions(c, p);
-      // The tensor-core kernel (either layout of X): f64 alone, its sums in the mma fragments,
-      // an m-contiguous X read a scalar at a time.
+      // The tensor-core kernel (either layout of X): its sums in the mma fragments, f32's rows
+      // in 16-row tiles, an m-contiguous X read a scalar at a time.
       EXPECT_EQ(contains(names[0], "skinny_dot_mma"), c.at("MMA") == 1) << names[0];
       if (c.at("MMA") == 1) {
-        EXPECT_FALSE(f32) << to_string(c);
+        if (f32) {
+          EXPECT_EQ(c.at("ROWS") % 2, 0) << to_string(c);
+        }
+        EXPECT_LE(c.at("VEC"), 2) << to_string(c);
         EXPECT_EQ(c.at("GROUPS"), 0) << to_string(c);
         EXPECT_EQ(c.at("KWARPS"), 1) << to_string(c);
-        if (!contains(names[0], "<double, " + std::to_string(n) + ", 1,")) {
+        const std::string type = f32 ? "float" : "double";
+        if (!contains(names[0], "<" + type + ", " + std::to_string(n) + ", 1,")) {
           EXPECT_EQ(c.at("VEC"), 1) << to_string(c);
         }
       } else if (contains(names[0], "skinny_dot")) {
@@ -210,15 +214,24 @@ TEST(GemmSkinny, AdaptKeepsOrDropsTheStagedY) {
   const Config a = f.adapt(c, axpy, kH100);
   EXPECT_EQ(f.reject(a, axpy, kH100), "") << to_string(a);
   EXPECT_EQ(a.at("GROUPS"), 0);
-  // A tensor-core winner (f64) asked for f32: the FMA kernel of the same block.
-  const Config m = {{"THREADS", 128}, {"ROWS", 2},   {"VEC", 2},    {"KWARPS", 1},
+  // A tensor-core winner (f64, one group of 8 rows a warp) asked for f32: the 3xTF32 kernel, its
+  // rows in a 16-row tile; on an sm_75, which has neither, the FMA kernel of the same block.
+  const Config m = {{"THREADS", 128}, {"ROWS", 1},   {"VEC", 2},    {"KWARPS", 1},
                     {"UNROLL", 2},    {"SPLITK", 1}, {"GROUPS", 0}, {"MMA", 1}};
   ASSERT_EQ(f.reject(m, eight, kH100), "");
   const Problem single = gemm_skinny_problem("f32", false, false, 8, 4096, 4096, 4);
+  EXPECT_NE(f.reject(m, single, kH100), "");  // f32 takes ROWS in pairs
   const Config s = f.adapt(m, single, kH100);
   EXPECT_EQ(f.reject(s, single, kH100), "") << to_string(s);
-  EXPECT_EQ(s.at("MMA"), 0) << to_string(s);
+  EXPECT_EQ(s.at("MMA"), 1) << to_string(s);
+  EXPECT_EQ(s.at("ROWS"), 2) << to_string(s);
   EXPECT_EQ(s.at("THREADS"), 128) << to_string(s);
+  DeviceLimits turing = kH100;
+  turing.cc_major = 7, turing.cc_minor = 5;
+  const Config old = f.adapt(m, single, turing);
+  EXPECT_EQ(f.reject(old, single, turing), "") << to_string(old);
+  EXPECT_EQ(old.at("MMA"), 0) << to_string(old);
+  EXPECT_EQ(old.at("ROWS"), 1) << to_string(old);
 }
 
 // A re-tune after the template changed starts from the problem's own shipped winner as it was
@@ -275,10 +288,9 @@ TEST(GemmSkinny, KernelsCompileWithNvrtc) {
         const int bytes = f32 ? 4 : 8;
         EXPECT_EQ(r.resources[0].smem_static, 14 * 129 * (f32 ? 4 : 2) * bytes + 8 * 2 * 14 * bytes)
             << p.key();
-        if (f32) continue;
-        // The tensor-core kernel of the same shape: no shared memory, no spill.
+        // The tensor-core kernel of the same shape (f32: 3xTF32): no shared memory, no spill.
         Config m = c;
-        m["GROUPS"] = 0, m["MMA"] = 1, m["ROWS"] = 4, m["UNROLL"] = 2;
+        m["GROUPS"] = 0, m["MMA"] = 1, m["ROWS"] = 4, m["UNROLL"] = 2, m["VEC"] = 2;
         ASSERT_EQ(f.reject(m, p, kH100), "") << p.key();
         ASSERT_NO_THROW(r = compile(f.compile_request(m, p, "sm_90"))) << p.key();
         EXPECT_TRUE(contains(r.lowered_names[0], "skinny_dot_mma")) << r.lowered_names[0];
