@@ -431,13 +431,21 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
   std::int64_t threads = s.x_kcontig ? 128 : 512;
   if (s.x_kcontig && t.threads_fit_k)
     while (threads > 64 && threads / 2 * std::min<std::int64_t>(align, x_vec) >= s.k) threads /= 2;
-  if (extended_ && s.x_kcontig && t.in_bytes == 8 && t.acc_bytes == 8 && s.n >= 4 &&
+  const bool f64 = t.in_bytes == 8 && t.acc_bytes == 8, f32 = t.in_bytes == 4 && t.acc_bytes == 4;
+  if (extended_ && s.x_kcontig && ((f64 && s.n >= 4) || (f32 && s.n >= 9)) &&
       limits.cc_major >= 8) {
     // f64 with 4 to 16 columns: the tensor-core kernel, as its winners on an H200 (0.9 to 1.4 x
     // cuBLAS where the FMA kernels reached 0.5 to 0.8): 8 warps of one tile, 4 slabs in flight.
-    Config m = {{"THREADS", 256}, {"ROWS", 1},   {"VEC", std::min<std::int64_t>(align, 2)},
-                {"KWARPS", 1},    {"UNROLL", 4}, {"SPLITK", 1},
-                {"GROUPS", 0},    {"MMA", 1}};
+    // f32 with 9 to 16: the 3xTF32 kernel, as its winners on an H100 (10 to 14 columns: 0.85 to
+    // 1.12 x cuBLAS where the FMA kernels reached 0.63 to 0.99), one 16-row tile a warp.
+    Config m = {{"THREADS", 256},
+                {"ROWS", f32 ? 2 : 1},
+                {"VEC", std::min<std::int64_t>(align, 2)},
+                {"KWARPS", 1},
+                {"UNROLL", 4},
+                {"SPLITK", 1},
+                {"GROUPS", 0},
+                {"MMA", 1}};
     while (m["THREADS"] > 64 && !reject(m, s, align, t, limits).empty()) m["THREADS"] /= 2;
     if (reject(m, s, align, t, limits).empty()) return fill_split(m, s, align, t, limits);
   }
