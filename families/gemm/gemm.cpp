@@ -811,12 +811,14 @@ std::vector<GemmGridShape> gemm_grid() {
       {{64, 600, 40000, T, T}, "huge-k"},
       {{200, 800, 600000, N, T}, "huge-k"},
   };
-  // m or n at most 16 (the skinny kernels): matrix-vector, 4, 8 and 12 columns, either side
-  // short, every op (4 and 12 added where the nearest of 1 and 8 had answered 3 to 14 columns).
+  // m or n at most 16 (the skinny kernels): matrix-vector, 4, 8, 12 and 16 columns, either side
+  // short, every op (4 and 12 added where the nearest of 1 and 8 had answered 3 to 14 columns;
+  // 16 where 12's answered 13 to 16 with the FMA kernel after f32's 3xTF32 one came).
   for (const GemmShape& s : {GemmShape{4096, 1, 4096, N, N}, GemmShape{1, 4096, 4096, N, N},
                              GemmShape{4096, 8, 4096, N, N}, GemmShape{8, 4096, 4096, N, N},
                              GemmShape{4096, 4, 4096, N, N}, GemmShape{4, 4096, 4096, N, N},
-                             GemmShape{4096, 12, 4096, N, N}, GemmShape{12, 4096, 4096, N, N}})
+                             GemmShape{4096, 12, 4096, N, N}, GemmShape{12, 4096, 4096, N, N},
+                             GemmShape{4096, 16, 4096, N, N}, GemmShape{16, 4096, 4096, N, N}})
     for (bool ta : {N, T})
       for (bool tb : {N, T}) grid.push_back({{s.m, s.n, s.k, ta, tb}, "skinny"});
   return grid;
