@@ -272,6 +272,12 @@ bool mma_of(const Config& c) {
   return it != c.end() && it->second != 0;
 }
 
+namespace {
+// Groups of 8 rows one tensor-core tile takes, the least ROWS of the MMA kernel: f32's m16n8k8 a
+// pair, f64's m8n8k4 one.
+std::int64_t mma_row_groups(const Types& t) { return t.in_bytes == 4 ? 2 : 1; }
+}  // namespace
+
 Rules::Rules(std::vector<Param> params) : params_(std::move(params)) {
   extended_ =
       std::any_of(params_.begin(), params_.end(), [](const Param& q) { return q.name == "MMA"; });
@@ -303,7 +309,7 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
   if (mma) {
     if (in != acc || (in != 8 && in != 4)) return "MMA (the tensor cores) is for f32 and f64";
     if (limits.cc_major < 8) return "MMA needs sm_80 or newer";
-    if (in == 4 && rows % 2) return "MMA in f32 takes ROWS in pairs (tiles of 16 rows)";
+    if (rows % mma_row_groups(t)) return "MMA in f32 takes ROWS in pairs (tiles of 16 rows)";
     if (vec > 2) return "MMA loads k in pairs (VEC 1 or 2)";
     if (groups != 0) return "MMA reads Y through L1 (GROUPS 0)";
     if (kwarps != 1) return "MMA: each warp takes its own rows (KWARPS 1)";
@@ -311,7 +317,7 @@ std::string Rules::reject(const Config& c, const Geometry& s, std::int64_t align
     // Sums in the mma fragments: 2 a lane per group of 8 rows and tile of 8 columns; the
     // smallest block (two warps of one tile: 8 rows in f64, 16 in f32) covers 16 or 32 rows.
     const std::int64_t block = block_rows(c, true);
-    if (block > 2 * 8 * (in == 4 ? 2 : 1) && block >= 2 * s.m)
+    if (block > 2 * 8 * mma_row_groups(t) && block >= 2 * s.m)
       return "more rows per block than the problem has";
   } else if (s.x_kcontig) {
     if (kwarps != 1) return "KWARPS is for X stored m-contiguous";
@@ -383,13 +389,13 @@ Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align,
   if (mma_of(c)) {
     Config tc = c;
     tc["VEC"] = s.x_kcontig ? std::min<std::int64_t>(tc["VEC"], 2) : 1;
-    if (t.in_bytes == 4 && tc["ROWS"] % 2) tc["ROWS"] *= 2;  // an f64 tile of 8 rows, for f32
+    tc["ROWS"] = std::max(tc["ROWS"], mma_row_groups(t));  // an f64 tile of 8 rows, for f32
     if (reject(with_split(tc, 1), s, align, t, limits).find("MMA") == std::string::npos)
       c = tc;
     else
       c["MMA"] = 0;
   }
-  const std::int64_t least_rows = mma_of(c) && t.in_bytes == 4 ? 2 : 1;
+  const std::int64_t least_rows = mma_of(c) ? mma_row_groups(t) : 1;
   // Fewer rows per block where the problem has fewer, or where its N sums per row would not fit
   // the registers (a winner of N = 8 with 8 rows for N = 13: 4 rows).
   auto too_many_rows = [&] {
@@ -439,7 +445,7 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
     // f32 with 9 to 16: the 3xTF32 kernel, as its winners on an H100 (10 to 14 columns: 0.85 to
     // 1.12 x cuBLAS where the FMA kernels reached 0.63 to 0.99), one 16-row tile a warp.
     Config m = {{"THREADS", 256},
-                {"ROWS", f32 ? 2 : 1},
+                {"ROWS", mma_row_groups(t)},
                 {"VEC", std::min<std::int64_t>(align, 2)},
                 {"KWARPS", 1},
                 {"UNROLL", 4},
