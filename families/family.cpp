@@ -153,6 +153,8 @@ void Family::check_config(const Config& config) const {
                                                    std::to_string(it->second) +
                                                    " is not one of the allowed values");
   }
+  // Every parameter is there (the names are distinct): so is nothing else where the counts agree.
+  if (config.size() == params().size()) return;
   for (const auto& entry : config) {
     const std::string& key = entry.first;  // not a structured binding: clang 14 cannot capture one
     bool known = std::any_of(params().begin(), params().end(),

@@ -1,11 +1,11 @@
 // Canonical problem keys and configuration strings, and the log-scale problem distance.
 #include "platform/problem.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
 
-#include "core/util.hpp"
 #include "ktune/error.hpp"
 
 namespace ktune {
@@ -27,13 +27,32 @@ bool is_name(std::string_view s) {
   return true;
 }
 
-std::int64_t to_int(std::string_view s, std::string_view what) {
+// `what` and `name` make the message ("config BM"), built only for an error: a first call's lookup
+// parses hundreds of keys and configurations.
+std::int64_t to_int(std::string_view s, std::string_view what, std::string_view name) {
   std::int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size())
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string(what) + ": '" + std::string(s) + "' is not an integer");
+    throw Error(ErrorCode::kInvalidArgument, std::string(what) + " " + std::string(name) + ": '" +
+                                                 std::string(s) + "' is not an integer");
   return v;
+}
+
+std::string_view trim_view(std::string_view text) {
+  const size_t b = text.find_first_not_of(" \t\r\n");
+  if (b == text.npos) return {};
+  return text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// Calls f with each part of `text` between the separators, as views into it (split() copies).
+template <typename F>
+void for_each_part(std::string_view text, char sep, F&& f) {
+  for (size_t start = 0;;) {
+    const size_t pos = text.find(sep, start);
+    f(text.substr(start, pos == text.npos ? text.npos : pos - start));
+    if (pos == text.npos) return;
+    start = pos + 1;
+  }
 }
 
 }  // namespace
@@ -50,21 +69,24 @@ std::string Problem::key() const {
 Problem Problem::parse(const std::string& family, std::string_view key) {
   Problem p;
   p.family = family;
-  if (trim(key).empty()) throw Error(ErrorCode::kInvalidArgument, "problem: empty key");
-  for (const auto& part : split(key, ';')) {
-    size_t eq = part.find('=');
-    if (eq == std::string::npos)
-      throw Error(ErrorCode::kInvalidArgument, "problem: '" + part + "' is not name=value");
-    std::string name = trim(part.substr(0, eq)), value = trim(part.substr(eq + 1));
+  if (trim_view(key).empty()) throw Error(ErrorCode::kInvalidArgument, "problem: empty key");
+  for_each_part(key, ';', [&](std::string_view part) {
+    const size_t eq = part.find('=');
+    if (eq == std::string_view::npos)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "problem: '" + std::string(part) + "' is not name=value");
+    const std::string name(trim_view(part.substr(0, eq)));
+    const std::string_view value = trim_view(part.substr(eq + 1));
     if (!is_name(name) || value.empty())
-      throw Error(ErrorCode::kInvalidArgument, "problem: '" + part + "' is not name=value");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "problem: '" + std::string(part) + "' is not name=value");
     if (p.attrs.count(name) || p.sizes.count(name))
       throw Error(ErrorCode::kInvalidArgument, "problem: '" + name + "' given twice");
     if (is_integer(value))
-      p.sizes[name] = to_int(value, "problem " + name);
+      p.sizes.emplace(name, to_int(value, "problem", name));
     else
-      p.attrs[name] = value;
-  }
+      p.attrs.emplace(name, value);
+  });
   return p;
 }
 
@@ -114,18 +136,23 @@ std::string to_string(const Config& config) {
 
 Config parse_config(std::string_view text) {
   Config c;
-  if (trim(text).empty()) return c;
-  for (const auto& part : split(text, ',')) {
-    size_t eq = part.find('=');
-    if (eq == std::string::npos)
-      throw Error(ErrorCode::kInvalidArgument, "config: '" + part + "' is not NAME=value");
-    std::string name = trim(part.substr(0, eq));
+  if (trim_view(text).empty()) return c;
+  for_each_part(text, ',', [&](std::string_view part) {
+    const size_t eq = part.find('=');
+    if (eq == std::string_view::npos)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "config: '" + std::string(part) + "' is not NAME=value");
+    const std::string_view name = trim_view(part.substr(0, eq));
     if (!is_name(name))
-      throw Error(ErrorCode::kInvalidArgument, "config: bad parameter name '" + name + "'");
-    if (c.count(name))
-      throw Error(ErrorCode::kInvalidArgument, "config: '" + name + "' given twice");
-    c[name] = to_int(trim(part.substr(eq + 1)), "config " + name);
-  }
+      throw Error(ErrorCode::kInvalidArgument,
+                  "config: bad parameter name '" + std::string(name) + "'");
+    // At the end first: to_string writes the names in order.
+    const std::size_t had = c.size();
+    auto it = c.emplace_hint(c.end(), name, 0);
+    if (c.size() == had)
+      throw Error(ErrorCode::kInvalidArgument, "config: '" + std::string(name) + "' given twice");
+    it->second = to_int(trim_view(part.substr(eq + 1)), "config", name);
+  });
   return c;
 }
 

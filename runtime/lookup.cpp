@@ -92,6 +92,20 @@ constexpr std::size_t kNearestProblems = 8;
 // won one shape by far can be slow on shapes unlike it, and a measurement there says so. Each
 // candidate (an adapted configuration or one of its variants) takes the prediction of the nearest
 // measurement it derives from.
+// Orders configurations by their values first: those of one family have the same names, so a
+// comparison ends at a number instead of comparing names, as std::map's own order of Config does.
+// A total order all the same (the size, the values, then the names).
+struct ValuesFirst {
+  bool operator()(const Config& a, const Config& b) const {
+    if (a.size() != b.size()) return a.size() < b.size();
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+      if (i->second != j->second) return i->second < j->second;
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+      if (const int c = i->first.compare(j->first)) return c < 0;
+    return false;
+  }
+};
+
 // A measured problem near the one looked up: parsed, with its distance (problem_distance with
 // kOtherAttr).
 struct Nearby {
@@ -137,7 +151,7 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     std::vector<Row> rows;
     std::map<std::string_view, Config> configs;  // each text of the group, parsed
   };
-  std::map<Config, Group> groups;
+  std::map<Config, Group, ValuesFirst> groups;
   for (auto& [text, measurements] : by_config) {
     Config measured;
     try {
@@ -169,7 +183,8 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     Config config;
   };
   std::vector<Ranked> ranked;
-  std::map<Config, std::size_t> seen;  // one entry per candidate: its nearest measurement's
+  std::map<Config, std::size_t, ValuesFirst>
+      seen;  // one entry per candidate: its nearest measurement's
   // In the rows' order, so that ties fall to the same candidate every time.
   std::sort(nearest.begin(), nearest.end(),
             [](const Measurement& a, const Measurement& b) { return a.row < b.row; });
