@@ -1051,21 +1051,25 @@ std::unique_ptr<Database> open_for_runtime(const std::string& path, bool need_wr
       return shipped_database();  // e.g. a read-only cache folder: the shipped results answer
     }
   }
-  // Identity first, read-only: nothing can be written to a file that is refused.
-  std::unique_ptr<Database> read_only;
-  try {
-    read_only = std::make_unique<Database>(path, Database::Mode::kReadOnly);
-  } catch (const Error& e) {
-    if (need_write) refuse(e);
-    warn(std::string(e.what()) + "; using the shipped results and built-in defaults instead");
-    return shipped_database();
-  }
+  // One connection where the file opens for writing: Database checks what the file is before
+  // anything is written, so a refused file stays as it was. A read-only connection only where
+  // that fails, to tell a file that is readable (its results still answer) from one that is
+  // refused. Opening every file read-only first cost a runtime's first call a second connection
+  // and its schema (0.3 ms of 0.9 on the host).
   try {
     auto db = open_for_writing(path);
     for (const std::string& notice : db->notices()) warn(notice);
     return db;
-  } catch (const Error& e) {
-    if (need_write) refuse(e);
+  } catch (const Error& write_error) {
+    std::unique_ptr<Database> read_only;
+    try {
+      read_only = std::make_unique<Database>(path, Database::Mode::kReadOnly);
+    } catch (const Error& e) {
+      if (need_write) refuse(e);
+      warn(std::string(e.what()) + "; using the shipped results and built-in defaults instead");
+      return shipped_database();
+    }
+    if (need_write) refuse(write_error);
     return read_only;  // readable, not writable: its results still answer
   }
 }
