@@ -55,7 +55,34 @@ void for_each_part(std::string_view text, char sep, F&& f) {
   }
 }
 
+// A parameter name looked up in a Config, compared a byte at a time as std::string compares
+// (unsigned), so that the map's order holds.
+struct ShortName {
+  std::string_view text;
+};
+int compare_names(std::string_view a, std::string_view b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i])
+      return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]) ? -1 : 1;
+  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+}
+[[maybe_unused]] bool operator<(const std::string& a, ShortName b) {
+  return compare_names(a, b.text) < 0;
+}
+[[maybe_unused]] bool operator<(ShortName a, const std::string& b) {
+  return compare_names(a.text, b) < 0;
+}
+
 }  // namespace
+
+std::int64_t config_value(const Config& config, std::string_view name, std::string_view owner) {
+  const auto it = config.find(ShortName{name});
+  if (it == config.end())
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(owner) + " config: missing " + std::string(name));
+  return it->second;
+}
 
 std::string Problem::key() const {
   // attrs and sizes are each sorted maps; merge them by name so the key is one sorted list.

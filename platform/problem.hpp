@@ -37,5 +37,10 @@ using Config = std::map<std::string, std::int64_t, std::less<>>;
 // "NAME=value,NAME=value" sorted by name; parse_config is its inverse (throws on malformed text).
 std::string to_string(const Config& config);
 Config parse_config(std::string_view text);
+// The value of parameter `name`; where it is missing, an error that `owner` begins ("gemm config:
+// missing BM"). The families' rules and models look up a few parameters per call, hundreds of
+// calls per lookup: this compares names inline, where std::map's find with a C string called
+// strlen and memcmp at each node.
+std::int64_t config_value(const Config& config, std::string_view name, std::string_view owner);
 
 }  // namespace ktune

@@ -50,12 +50,7 @@ const char* cuda_type(int bytes) { return bytes == 4 ? "float" : "double"; }
 int reads_of(ElementwiseOp op) { return op == ElementwiseOp::kCopy ? 1 : 2; }
 int writes_of(ElementwiseOp op) { return op == ElementwiseOp::kComplexCopy ? 2 : 1; }
 
-std::int64_t get(const Config& c, const char* name) {
-  auto it = c.find(name);
-  if (it == c.end())
-    throw Error(ErrorCode::kInvalidArgument, std::string("elementwise config: missing ") + name);
-  return it->second;
-}
+std::int64_t get(const Config& c, const char* name) { return config_value(c, name, "elementwise"); }
 
 class ElementwiseWorkload;
 

@@ -38,12 +38,7 @@ struct GemmArgs {
   T alpha, beta;
 };
 
-std::int64_t get(const Config& c, const char* name) {
-  auto it = c.find(name);
-  if (it == c.end())
-    throw Error(ErrorCode::kInvalidArgument, std::string("gemm config: missing ") + name);
-  return it->second;
-}
+std::int64_t get(const Config& c, const char* name) { return config_value(c, name, "gemm"); }
 
 int dtype_bytes(const std::string& dtype) {
   if (dtype == "f32") return 4;

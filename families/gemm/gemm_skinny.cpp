@@ -255,12 +255,7 @@ KParts k_parts(std::int64_t k, std::int64_t split, std::int64_t quantum) {
   return {per, (k + per - 1) / per};
 }
 
-std::int64_t get(const Config& c, const char* name) {
-  auto it = c.find(name);
-  if (it == c.end())
-    throw Error(ErrorCode::kInvalidArgument, std::string("skinny GEMM config: missing ") + name);
-  return it->second;
-}
+std::int64_t get(const Config& c, const char* name) { return config_value(c, name, "skinny GEMM"); }
 
 std::int64_t groups_of(const Config& c) {
   auto it = c.find("GROUPS");

@@ -47,12 +47,7 @@ struct alignas(64) TmaMap {
 };
 static_assert(sizeof(TmaMap) == sizeof(CUtensorMap), "TmaMap mirrors CUtensorMap");
 
-std::int64_t get(const Config& c, const char* name) {
-  auto it = c.find(name);
-  if (it == c.end())
-    throw Error(ErrorCode::kInvalidArgument, std::string("gemm_tc config: missing ") + name);
-  return it->second;
-}
+std::int64_t get(const Config& c, const char* name) { return config_value(c, name, "gemm_tc"); }
 
 int out_code(const std::string& out) {  // the kernel's OUT codes
   if (out == "f32") return 0;

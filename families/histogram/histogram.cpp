@@ -39,12 +39,7 @@ const char* cuda_type(HistogramDtype dtype) {
   return "?";
 }
 
-std::int64_t get(const Config& c, const char* name) {
-  auto it = c.find(name);
-  if (it == c.end())
-    throw Error(ErrorCode::kInvalidArgument, std::string("histogram config: missing ") + name);
-  return it->second;
-}
+std::int64_t get(const Config& c, const char* name) { return config_value(c, name, "histogram"); }
 
 // Bins of the shared histograms: bytes are privatised by value, other samples by output bin.
 int privatised_bins(HistogramDtype dtype, int bins) {
