@@ -195,9 +195,8 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
 
 Config seed_config(const Family& family, const ResultRecord& row, const Problem& problem,
                    const DeviceLimits& limits) {
-  Config c = family.normalize(parse_config(row.config));
-  if (row.problem == problem.key() && family.reject(c, problem, limits).empty()) return c;
-  return family.adapt(c, problem, limits);
+  return as_measured_or_adapted(family, family.normalize(parse_config(row.config)), row.problem,
+                                problem, limits);
 }
 
 TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,

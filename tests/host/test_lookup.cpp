@@ -11,6 +11,7 @@
 #include "db/database.hpp"
 #include "db/exchange.hpp"
 #include "families/family.hpp"
+#include "families/gemm/gemm.hpp"
 #include "families/gemm/gemm_tc.hpp"
 #include "families/registry.hpp"
 #include "ktune/tune_on_miss.hpp"
@@ -467,6 +468,42 @@ TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
                                                 problem("bf16", false, true, 1, 8192, 8192))));
   EXPECT_TRUE(std::isinf(f.transfer_distance(problem("bf16", false, false, 8192, 1, 8192),
                                              problem("bf16", true, false, 8192, 1, 8192))));
+}
+
+// A problem's own winner answers as it was measured and timed. gemm_skinny's adapt picks k's
+// split for the problem afresh (fill_split), which on the winner's own problem can differ from
+// the split that won: 99 of the 160 shipped skinny winners ran re-split on their own problems.
+// Another problem still gets the winner adapted (a database built here; no GPU).
+TEST_F(Lookup, AProblemsOwnWinnerRunsAsMeasured) {
+  const Family& f = find_family("gemm_skinny");
+  const Problem tuned = gemm_skinny_problem("f64", false, false, 12, 4096, 4096, 2);
+  const std::string winner = "GROUPS=0,KWARPS=1,MMA=1,ROWS=1,SPLITK=4,THREADS=64,UNROLL=4,VEC=2";
+  const Config measured = f.normalize(parse_config(winner));
+  ASSERT_EQ(f.reject(measured, tuned, h100_.limits), "");
+  ASSERT_NE(f.adapt(measured, tuned, h100_.limits), measured);  // the split adapt would choose
+  ResultRecord r;
+  r.device_id = db_->ensure_device(h100_);
+  r.family = f.name();
+  r.template_hash = f.template_hash();
+  r.problem = tuned.key();
+  r.config = winner;
+  r.status = "ok";
+  r.time_median_ms = 0.05;
+  r.metric = 1.0;
+  r.unit = "TFLOPS";
+  db_->put_result(r);
+  LookupResult exact = lookup_config(db_.get(), h100_, f, tuned);
+  EXPECT_EQ(exact.step, LookupStep::kExact);
+  EXPECT_EQ(exact.config, measured);
+  // The same row on an H200 (same-arch): the same problem, so as measured too.
+  LookupResult sibling = lookup_config(db_.get(), h200_, f, tuned, false);
+  EXPECT_EQ(sibling.step, LookupStep::kSameArch);
+  EXPECT_EQ(sibling.config, measured);
+  // Another problem: adapted to it.
+  const Problem other = gemm_skinny_problem("f64", false, false, 12, 4096, 8192, 2);
+  LookupResult nearest = lookup_config(db_.get(), h100_, f, other, false);
+  EXPECT_EQ(nearest.step, LookupStep::kNearest);
+  EXPECT_EQ(nearest.config, f.adapt(measured, other, h100_.limits));
 }
 
 }  // namespace
