@@ -58,6 +58,9 @@ struct ProbeResult {
 // of a shape nobody tuned (answered by the lookup's predicted step: the ranking of the measured
 // winners, issue 23's "first call <= 5 ms" for an unseen problem).
 enum class Probe { kCopy, kGemm, kGemmUntuned };
+// Processes timed per first-call probe. 5 gave medians 1.9 ms apart for one binary on an H200
+// (6.04 and 7.94 ms, the untuned GEMM); a process costs about 0.3 s, most of it the context.
+constexpr int kFirstCallProcesses = 15;
 constexpr std::size_t kCopyN = 256ull << 20;  // f32 elements: 1 GiB
 struct GemmShapeOf {
   std::int64_t m, n, k;
@@ -241,7 +244,7 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
     ProbeResult warm = in_child(common, probe, true);
     if (!warm.ok) throw Error(warm.code, "bench runtime: " + what + ": " + warm.error);
     std::vector<ProbeResult> runs;
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < kFirstCallProcesses; ++i) {
       ProbeResult r = in_child(common, probe, false);
       if (!r.ok) throw Error(r.code, "bench runtime: " + what + ": " + r.error);
       runs.push_back(r);
@@ -266,11 +269,12 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
              fixed(warm.lookup_ms, 2) + " ms as the warm-up process's first); context creation " +
              fixed(median(ctx), 1) + " ms (not counted); of the first call, Runtime construction " +
              fixed(median(construct), 2) + " ms; to completion " + fixed(median(complete), 2) +
-             " ms; output " + (verified ? "verified" : "WRONG") + "; median of 5 processes";
+             " ms; output " + (verified ? "verified" : "WRONG") + "; median of " +
+             std::to_string(kFirstCallProcesses) + " processes";
     rows.push_back(m);
     Metric c{"NVRTC compiles in those first calls, " + what, double(nvrtc), "calls", "0"};
     c.holds = nvrtc == 0;
-    c.note = "5 processes, binary from the database cache";
+    c.note = std::to_string(kFirstCallProcesses) + " processes, binary from the database cache";
     rows.push_back(c);
   }
 
