@@ -84,17 +84,6 @@ constexpr double kOtherDevice = 1.0;
 // the host took 2.8 ms instead of 3.4.
 constexpr std::size_t kNearestProblems = 8;
 
-// The predicted step over the measurements of this device and the other GPUs of its architecture
-// (`other_device` tells them apart; rows of neither are not passed); nullopt where the family
-// has no model or no row gives a prediction. Which rows measure the problem's kind (GEMM: its
-// dtype) is the family's to say (predict_ms returns nullopt): a family file's axes are its own.
-//
-// A kernel may be measured on many problems (the winners of a grid, each measured on every shape
-// of the grid: `ktune tune --measure-winners`). Each is predicted from its measurement nearest to
-// the problem (problem_distance with kOtherAttr), not from the most flattering one: a tile that
-// won one shape by far can be slow on shapes unlike it, and a measurement there says so. Each
-// candidate (an adapted configuration or one of its variants) takes the prediction of the nearest
-// measurement it derives from.
 // Orders configurations by their values first: those of one family have the same names, so a
 // comparison ends at a number instead of comparing names, as std::map's own order of Config does.
 // A total order all the same (the size, the values, then the names).
@@ -116,6 +105,17 @@ struct Nearby {
   double distance;
 };
 
+// The predicted step over the measurements of this device and the other GPUs of its architecture
+// (`other_device` tells them apart; rows of neither are not passed); nullopt where the family
+// has no model or no row gives a prediction. Which rows measure the problem's kind (GEMM: its
+// dtype) is the family's to say (predict_ms returns nullopt): a family file's axes are its own.
+//
+// A kernel may be measured on many problems (the winners of a grid, each measured on every shape
+// of the grid: `ktune tune --measure-winners`). Each is predicted from its measurement nearest to
+// the problem (problem_distance with kOtherAttr), not from the most flattering one: a tile that
+// won one shape by far can be slow on shapes unlike it, and a measurement there says so. Each
+// candidate (an adapted configuration or one of its variants) takes the prediction of the nearest
+// measurement it derives from.
 template <typename OtherDevice>
 std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
                                       const std::map<std::string, Nearby>& nearby,
@@ -186,8 +186,8 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     Config config;
   };
   std::vector<Ranked> ranked;
-  std::map<Config, std::size_t, ValuesFirst>
-      seen;  // one entry per candidate: its nearest measurement's
+  // One entry per candidate: its nearest measurement's.
+  std::map<Config, std::size_t, ValuesFirst> seen;
   // In the rows' order, so that ties fall to the same candidate every time.
   std::sort(nearest.begin(), nearest.end(),
             [](const Measurement& a, const Measurement& b) { return a.row < b.row; });

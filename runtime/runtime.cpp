@@ -9,6 +9,7 @@
 #include <future>
 #include <limits>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -124,29 +125,31 @@ struct Runtime::Impl {
     // time). Not before the device is known to exist: a machine without one gets its error with
     // no database touched.
     const int devices = device_count();
-    if (devices == 0 || options.device < 0 || options.device >= devices) {
+    if (devices == 0 || options.device < 0 || options.device >= devices)
       device = std::make_unique<Device>(options.device);  // throws what is wrong
-    }
-    std::vector<std::string> notices;  // the open's warnings, given on this thread
+    // The open's warnings, given on this thread. A future of std::async waits for its thread as
+    // it is destroyed: an error thrown below leaves no thread writing these or reading `options`.
+    std::vector<std::string> notices;
+    auto open = [this, &notices] {
+      return open_for_runtime(
+          options.database.empty() ? database_default_path() : options.database,
+          options.tune_on_miss != nullptr,
+          [&notices](const std::string& message) { notices.push_back(message); });
+    };
     std::future<std::unique_ptr<Database>> opening;
-    if (options.use_database)
-      opening = std::async(std::launch::async, [this, &notices] {
-        return open_for_runtime(
-            options.database.empty() ? database_default_path() : options.database,
-            options.tune_on_miss != nullptr,
-            [&notices](const std::string& message) { notices.push_back(message); });
-      });
-    // Until the open ends: the thread reads `options` and writes `notices`, which an error
-    // thrown here would destroy (a future of std::async waits in its destructor, after them).
-    struct Wait {
-      std::future<std::unique_ptr<Database>>& f;
-      ~Wait() {
-        if (f.valid()) f.wait();
+    if (options.use_database) {
+      try {
+        opening = std::async(std::launch::async, open);
+      } catch (const std::system_error&) {
+        // no thread to spare: opened below, after the device
       }
-    } wait{opening};
+    }
     if (!device) device = std::make_unique<Device>(options.device);
     for (const auto& file : options.family_files) add_family_file(file);
-    if (opening.valid()) db = opening.get();
+    if (opening.valid())
+      db = opening.get();
+    else if (options.use_database)
+      db = open();
     for (const auto& message : notices) warn(message);
     // The binaries compiled here are stored in the database for the next process (not where it
     // is read-only): why open_for_runtime opens a writable file for writing even without
