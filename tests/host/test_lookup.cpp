@@ -40,16 +40,22 @@ class Lookup : public ::testing::Test {
   }
   void put(const DeviceInfo& d, const std::string& problem, const std::string& config, double ms,
            const std::string& hash = "") {
+    put_row(family(), d, problem, config, ms, 100.0 / ms, "GB/s", hash);
+  }
+  // A measured row of any family (its current template unless `hash`).
+  void put_row(const Family& f, const DeviceInfo& d, const std::string& problem,
+               const std::string& config, double ms, double metric, const std::string& unit,
+               const std::string& hash = "") {
     ResultRecord r;
     r.device_id = db_->ensure_device(d);
-    r.family = "elementwise";
-    r.template_hash = hash.empty() ? family().template_hash() : hash;
+    r.family = f.name();
+    r.template_hash = hash.empty() ? f.template_hash() : hash;
     r.problem = problem;
     r.config = config;
     r.status = "ok";
     r.time_median_ms = ms;
-    r.metric = 100.0 / ms;
-    r.unit = "GB/s";
+    r.metric = metric;
+    r.unit = unit;
     db_->put_result(r);
   }
   const Family& family() { return find_family("elementwise"); }
@@ -414,17 +420,7 @@ TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
     return p;
   };
   auto put_tuned = [&](const Problem& tuned, const std::string& config) {
-    ResultRecord r;
-    r.device_id = db_->ensure_device(h100_);
-    r.family = f.name();
-    r.template_hash = f.template_hash();
-    r.problem = tuned.key();
-    r.config = config;
-    r.status = "ok";
-    r.time_median_ms = 0.05;
-    r.metric = 1.0;
-    r.unit = "TFLOPS";
-    db_->put_result(r);
+    put_row(f, h100_, tuned.key(), config, 0.05, 1.0, "TFLOPS");
   };
   // m = 1 with op nt: X = B^T m-contiguous (the axpy kernel), Y = A's row, strided by lda.
   // n = 1 with op tn: X = A^T k-contiguous (the dot kernel), Y = B's column, k-contiguous.
@@ -481,17 +477,7 @@ TEST_F(Lookup, AProblemsOwnWinnerRunsAsMeasured) {
   const Config measured = f.normalize(parse_config(winner));
   ASSERT_EQ(f.reject(measured, tuned, h100_.limits), "");
   ASSERT_NE(f.adapt(measured, tuned, h100_.limits), measured);  // the split adapt would choose
-  ResultRecord r;
-  r.device_id = db_->ensure_device(h100_);
-  r.family = f.name();
-  r.template_hash = f.template_hash();
-  r.problem = tuned.key();
-  r.config = winner;
-  r.status = "ok";
-  r.time_median_ms = 0.05;
-  r.metric = 1.0;
-  r.unit = "TFLOPS";
-  db_->put_result(r);
+  put_row(f, h100_, tuned.key(), winner, 0.05, 1.0, "TFLOPS");
   LookupResult exact = lookup_config(db_.get(), h100_, f, tuned);
   EXPECT_EQ(exact.step, LookupStep::kExact);
   EXPECT_EQ(exact.config, measured);
