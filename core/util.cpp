@@ -108,8 +108,8 @@ std::string utc_now() {
   // Milliseconds, so that a run's rows can be placed on a time axis (ktune report).
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      now.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[40];
@@ -138,13 +138,7 @@ std::optional<double> parse_utc(std::string_view text) {
 
 std::vector<std::string> split(std::string_view text, char sep) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = text.find(sep, start);
-    out.emplace_back(text.substr(start, pos == text.npos ? text.npos : pos - start));
-    if (pos == text.npos) break;
-    start = pos + 1;
-  }
+  for_each_part(text, sep, [&](std::string_view part) { out.emplace_back(part); });
   return out;
 }
 
@@ -156,11 +150,12 @@ std::vector<std::string> split_paths(const char* text) {
   return out;
 }
 
-std::string trim(std::string_view text) {
-  size_t b = text.find_first_not_of(" \t\r\n");
+std::string_view trim_view(std::string_view text) {
+  const std::size_t b = text.find_first_not_of(" \t\r\n");
   if (b == text.npos) return {};
-  size_t e = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(b, e - b + 1));
+  return text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
 }
+
+std::string trim(std::string_view text) { return std::string(trim_view(text)); }
 
 }  // namespace ktune

@@ -39,9 +39,21 @@ std::string utc_now();  // "2026-11-22T00:12:20.123Z"
 // Seconds since the epoch of a time utc_now() wrote (with or without milliseconds), or nullopt.
 std::optional<double> parse_utc(std::string_view text);
 
+// Calls f with each part of `text` between the separators, as views into it; split() copies them.
+template <typename F>
+void for_each_part(std::string_view text, char sep, F&& f) {
+  for (std::size_t start = 0;;) {
+    const std::size_t pos = text.find(sep, start);
+    f(text.substr(start, pos == text.npos ? text.npos : pos - start));
+    if (pos == text.npos) return;
+    start = pos + 1;
+  }
+}
 std::vector<std::string> split(std::string_view text, char sep);
 // A PATH-style list ("a:b::c"): its non-empty parts; none for null or "".
 std::vector<std::string> split_paths(const char* text);
+// `text` without leading and trailing blanks (space, tab, CR, LF): a view into it, or a copy.
+std::string_view trim_view(std::string_view text);
 std::string trim(std::string_view text);
 
 }  // namespace ktune

@@ -142,12 +142,9 @@ Problem Family::make_problem(const std::map<std::string, std::int64_t>& sizes,
   return problem;
 }
 
-Config as_measured_or_adapted(const Family& family, const Config& measured,
-                              std::string_view measured_on, const Problem& problem,
-                              const DeviceLimits& limits) {
-  if (!measured_on.empty() && measured_on == problem.key() &&
-      family.reject(measured, problem, limits).empty())
-    return measured;
+Config as_measured_or_adapted(const Family& family, const Config& measured, bool measured_here,
+                              const Problem& problem, const DeviceLimits& limits) {
+  if (measured_here && family.reject(measured, problem, limits).empty()) return measured;
   return family.adapt(measured, problem, limits);
 }
 

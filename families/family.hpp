@@ -226,13 +226,12 @@ class Family {
   mutable SourceSet sources_;
 };
 
-// A configuration measured on `measured_on` (a problem key), for `problem`: as it was measured
-// where that is this very problem and the configuration is valid for it, else adapted
+// A configuration measured on some problem, for `problem`: as it was measured where that was this
+// very problem (`measured_here`) and the configuration is valid for it, else adapted
 // (Family::adapt). adapt re-derives what follows from the problem (a skinny GEMM's split of k),
 // which for the problem itself can differ from what won and was timed there.
-Config as_measured_or_adapted(const Family& family, const Config& measured,
-                              std::string_view measured_on, const Problem& problem,
-                              const DeviceLimits& limits);
+Config as_measured_or_adapted(const Family& family, const Config& measured, bool measured_here,
+                              const Problem& problem, const DeviceLimits& limits);
 
 // Why a compiled kernel that spills registers or keeps a stack frame is refused, or "".
 std::string local_memory_reason(const FunctionResources& res);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/util.hpp"
 #include "ktune/error.hpp"
 
 namespace ktune {
@@ -36,23 +37,6 @@ std::int64_t to_int(std::string_view s, std::string_view what, std::string_view 
     throw Error(ErrorCode::kInvalidArgument, std::string(what) + " " + std::string(name) + ": '" +
                                                  std::string(s) + "' is not an integer");
   return v;
-}
-
-std::string_view trim_view(std::string_view text) {
-  const size_t b = text.find_first_not_of(" \t\r\n");
-  if (b == text.npos) return {};
-  return text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-// Calls f with each part of `text` between the separators, as views into it (split() copies).
-template <typename F>
-void for_each_part(std::string_view text, char sep, F&& f) {
-  for (size_t start = 0;;) {
-    const size_t pos = text.find(sep, start);
-    f(text.substr(start, pos == text.npos ? text.npos : pos - start));
-    if (pos == text.npos) return;
-    start = pos + 1;
-  }
 }
 
 // A parameter name looked up in a Config, compared a byte at a time as std::string compares

@@ -34,14 +34,14 @@ std::string_view to_string(LookupStep step) noexcept {
 namespace {
 
 // A stored configuration (parsed and normalized), adapted to `problem`, if valid for it here.
-// Measured on `problem` itself (`measured_on`), it is used as it was measured where it is valid:
+// Measured on `problem` itself (`measured_here`), it is used as it was measured where it is valid:
 // what runs is what was timed (adapt had re-split a skinny GEMM's k, for 99 of the 160 shipped
 // skinny winners on their own problems).
 std::optional<Config> usable(const Config& normalized, const Family& family, const Problem& problem,
-                             const DeviceLimits& limits, std::string_view measured_on = {}) {
+                             const DeviceLimits& limits, bool measured_here = false) {
   try {
     family.check_config(normalized);
-    Config c = as_measured_or_adapted(family, normalized, measured_on, problem, limits);
+    Config c = as_measured_or_adapted(family, normalized, measured_here, problem, limits);
     if (!family.reject(c, problem, limits).empty()) return std::nullopt;
     return c;
   } catch (const Error&) {
@@ -49,16 +49,16 @@ std::optional<Config> usable(const Config& normalized, const Family& family, con
   }
 }
 
-// The configuration of a stored row, if it is valid for `problem` here.
+// The configuration of a stored row, if it is valid for `problem` (whose key is `key`) here.
 std::optional<Config> usable(const ResultRecord& row, const Family& family, const Problem& problem,
-                             const DeviceLimits& limits) {
+                             const std::string& key, const DeviceLimits& limits) {
   Config c;
   try {
     c = family.normalize(parse_config(row.config));
   } catch (const Error&) {
     return std::nullopt;
   }
-  return usable(c, family, problem, limits, row.problem);
+  return usable(c, family, problem, limits, row.problem == key);
 }
 
 LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
@@ -241,7 +241,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     //    whole lookup costs well under a millisecond this way).
     for (const auto& row : db->best_results_for_problem(family.name(), hash, key, device, 16))
       if (same_device(row))
-        if (auto c = usable(row, family, problem, limits))
+        if (auto c = usable(row, family, problem, key, limits))
           return from_row(LookupStep::kExact, row, *c);
     std::vector<ResultRecord> best;  // read after the predicted step, which needs it not
     // The usable row nearest to the problem (the family's nearest_distance: by default the same
@@ -265,7 +265,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         }
         if (!same_device(row)) d += kOtherDevice;
         if (d >= best_distance) continue;
-        if (auto c = usable(row, family, problem, limits)) {
+        if (auto c = usable(row, family, problem, key, limits)) {
           best_distance = d;
           found = &row;
           config = c;

@@ -195,8 +195,8 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
 
 Config seed_config(const Family& family, const ResultRecord& row, const Problem& problem,
                    const DeviceLimits& limits) {
-  return as_measured_or_adapted(family, family.normalize(parse_config(row.config)), row.problem,
-                                problem, limits);
+  return as_measured_or_adapted(family, family.normalize(parse_config(row.config)),
+                                row.problem == problem.key(), problem, limits);
 }
 
 TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
