@@ -445,6 +445,10 @@ void check_ascii_outside_strings(const std::string& text, const std::string& pat
   enum class State { kNormal, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
   State state = State::kNormal;
   std::size_t line = 1;
+  // The last byte outside blanks, strings and comments ('\n' at a line's start): a quote opens a
+  // string only where TOML has a key or a value, else it is a stray byte toml++ refuses, and what
+  // follows it is not in a string (`cols = 77x"<non-ASCII>` reached toml++'s unreachable).
+  char last = '\n';
   auto at = [&](std::size_t i, const char* what) {
     return text.compare(i, std::strlen(what), what) == 0;
   };
@@ -454,14 +458,18 @@ void check_ascii_outside_strings(const std::string& text, const std::string& pat
       ++line;
       if (state == State::kComment || state == State::kBasic || state == State::kLiteral)
         state = State::kNormal;  // single-line: an unterminated one is toml++'s error to report
+      last = '\n';
       continue;
     }
     switch (state) {
-      case State::kNormal:
+      case State::kNormal: {
         if (static_cast<unsigned char>(c) >= 0x80)
           throw Error(ErrorCode::kInvalidArgument,
                       path + ":" + std::to_string(line) +
                           ": a non-ASCII character outside a string or a comment");
+        const bool string_may_open = std::strchr("\n=[,{.", last) != nullptr;
+        if (c != ' ' && c != '\t' && c != '\r') last = c;
+        if ((c == '"' || c == '\'') && !string_may_open) break;
         if (c == '#') {
           state = State::kComment;
         } else if (at(i, "\"\"\"")) {
@@ -476,6 +484,7 @@ void check_ascii_outside_strings(const std::string& text, const std::string& pat
           state = State::kLiteral;
         }
         break;
+      }
       case State::kComment:
         break;
       case State::kBasic:
