@@ -141,7 +141,14 @@ double problem_distance(const Problem& a, const Problem& b, double per_attribute
 
 std::string to_string(const Config& config) {
   std::string out;
-  for (const auto& [k, v] : config) out += (out.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  out.reserve(config.size() * 12);
+  char digits[24];
+  for (const auto& [k, v] : config) {
+    if (!out.empty()) out += ',';
+    out += k;
+    out += '=';
+    out.append(digits, std::to_chars(digits, digits + sizeof(digits), v).ptr);
+  }
   return out;
 }
 

@@ -179,15 +179,18 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     }
   }
 
+  // A candidate is kept as its text: several hundred are ranked on a first call, and a Config
+  // (a map of a node per parameter) kept twice for each, in the ranking and in the index of those
+  // seen, grew the heap by about a megabyte, whose pages the process faulted in.
   struct Ranked {
     double ms;
     double distance;
     const ResultRecord* row;
-    Config config;
+    std::string config;
   };
   std::vector<Ranked> ranked;
   // One entry per candidate: its nearest measurement's.
-  std::map<Config, std::size_t, ValuesFirst> seen;
+  std::unordered_map<std::string, std::size_t> seen;
   // In the rows' order, so that ties fall to the same candidate every time.
   std::sort(nearest.begin(), nearest.end(),
             [](const Measurement& a, const Measurement& b) { return a.row < b.row; });
@@ -195,31 +198,32 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
     auto adapted = usable(m->measured, family, problem, device.limits);
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
-    candidates.insert(candidates.begin(), *adapted);
-    for (auto& c : candidates) {
+    candidates.insert(candidates.begin(), std::move(*adapted));
+    for (const Config& c : candidates) {
       if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty()) continue;
       const auto ms =
           family.predict_ms(m->measured, m->tuned, m->row->time_median_ms, c, problem, device);
       if (!ms) continue;
-      auto [it, fresh] = seen.emplace(c, ranked.size());
-      Ranked entry{*ms, m->distance, m->row, std::move(c)};
+      Ranked entry{*ms, m->distance, m->row, to_string(c)};
+      auto [it, fresh] = seen.emplace(entry.config, ranked.size());
       if (fresh) {
         ranked.push_back(std::move(entry));
         continue;
       }
-      const Ranked& was = ranked[it->second];
+      Ranked& was = ranked[it->second];
       if (entry.distance < was.distance || (entry.distance == was.distance && entry.ms < was.ms))
-        ranked[it->second] = std::move(entry);
+        was = std::move(entry);
     }
   }
   if (ranked.empty()) return std::nullopt;
   // Ties (equal predictions) to the configuration measured first in the rows' order.
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.ms < b.ms; });
-  LookupResult r = from_row(LookupStep::kPredicted, *ranked.front().row, ranked.front().config);
+  LookupResult r =
+      from_row(LookupStep::kPredicted, *ranked.front().row, parse_config(ranked.front().config));
   r.predicted_ms = ranked.front().ms;
   for (std::size_t i = 0; i < ranked.size() && i < 8; ++i)
-    r.candidates.push_back({to_string(ranked[i].config), ranked[i].row->problem,
+    r.candidates.push_back({ranked[i].config, ranked[i].row->problem,
                             ranked[i].row->device.identity(), ranked[i].row->time_median_ms,
                             ranked[i].ms});
   return r;
