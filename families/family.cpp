@@ -96,6 +96,14 @@ std::string Family::template_hash() const {
   return hash_;
 }
 
+const std::string& Family::sources_hash() const {
+  std::call_once(sources_hash_once_, [this] {
+    const SourceSet s = sources();
+    sources_hash_ = compile_sources_hash(s.text, s.headers);
+  });
+  return sources_hash_;
+}
+
 CompileRequest Family::compile_request(const Config& config, const Problem& problem,
                                        const std::string& arch) const {
   SourceSet s = sources();
@@ -103,6 +111,7 @@ CompileRequest Family::compile_request(const Config& config, const Problem& prob
   r.source_name = std::move(s.name);
   r.source = std::move(s.text);
   r.headers = std::move(s.headers);
+  r.sources_hash = sources_hash();
   r.options = std::move(s.options);
   r.name_expressions = name_expressions(config, problem);
   r.arch = compile_arch(arch);

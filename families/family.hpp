@@ -205,6 +205,8 @@ class Family {
 
   // Template hash: a changed template (or descriptor version) makes old results stale.
   std::string template_hash() const;
+  // compile_sources_hash of sources(), once per process: compile_request's sources_hash.
+  const std::string& sources_hash() const;
   CompileRequest compile_request(const Config& config, const Problem& problem,
                                  const std::string& arch) const;
   // Every parameter present with an allowed value; throws Error(kInvalidArgument) otherwise.
@@ -224,6 +226,8 @@ class Family {
   // (0.5 ms of gemm.cuh), which a runtime's first call paid for its compile key.
   mutable std::once_flag sources_once_;
   mutable SourceSet sources_;
+  mutable std::once_flag sources_hash_once_;
+  mutable std::string sources_hash_;
 };
 
 // A configuration measured on some problem, for `problem`: as it was measured where that was this

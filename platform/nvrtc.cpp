@@ -106,10 +106,21 @@ std::vector<std::string> base_options(const std::string& arch) {
   return {"--gpu-architecture=" + arch, "-std=c++17", "-Xptxas=-v", "-DKTUNE_NVRTC=1"};
 }
 
+std::string compile_sources_hash(std::string_view source,
+                                 const std::vector<std::pair<std::string, std::string>>& headers) {
+  Hasher h;
+  h.add(source);
+  for (const auto& [name, text] : headers) h.add(name).add(text);
+  return h.hex();
+}
+
 std::string compile_cache_key(const CompileRequest& request) {
   Hasher h;
-  h.add("ktune-cubin-v1").add(request.source).add(request.arch).add(nvrtc_version());
-  for (const auto& [name, text] : request.headers) h.add(name).add(text);
+  h.add("ktune-cubin-v2")
+      .add(request.sources_hash.empty() ? compile_sources_hash(request.source, request.headers)
+                                        : request.sources_hash)
+      .add(request.arch)
+      .add(nvrtc_version());
   for (const auto& n : request.name_expressions) h.add(n);
   for (const auto& o : request.options) h.add(o);
   return h.hex();

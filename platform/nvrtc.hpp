@@ -30,6 +30,11 @@ struct CompileRequest {
       name_expressions;              // e.g. "ktune::elementwise_kernel<0, float, 4, 2, 1, 0>"
   std::vector<std::string> options;  // extra NVRTC options
   std::string arch = "sm_90";        // compiled straight to CUBIN for this arch
+  // compile_sources_hash(source, headers), where whoever makes the request keeps it (a family
+  // hashes its sources once per process): the cache key then reads these 32 digits instead of
+  // the texts (77 KB for gemm, 0.15 ms of an H200's first call). Empty: the key hashes the texts.
+  // Whoever changes source or headers after setting it clears it.
+  std::string sources_hash;
 };
 
 struct CompileResult {
@@ -57,7 +62,11 @@ std::string nvrtc_version();
 std::vector<int> nvrtc_supported_archs();
 
 // Stable key for the binary cache: hash of source, headers, names, options, arch, NVRTC version.
+// The same key whether the request carries its sources_hash or not.
 std::string compile_cache_key(const CompileRequest& request);
+// The hash of a request's texts that the key is made from (CompileRequest::sources_hash).
+std::string compile_sources_hash(std::string_view source,
+                                 const std::vector<std::pair<std::string, std::string>>& headers);
 
 // The options every compile gets (besides the request's own).
 std::vector<std::string> base_options(const std::string& arch);

@@ -185,6 +185,32 @@ TEST(CacheKey, ChangesWithEveryInput) {
   d.source += " ";
   for (const auto& x : {a, b, c, d}) EXPECT_NE(compile_cache_key(x), base);
   EXPECT_EQ(compile_cache_key(r), base);
+  CompileRequest e = d;
+  e.headers = {{"common.cuh", "// common"}};
+  EXPECT_NE(compile_cache_key(e), compile_cache_key(d));
+}
+
+// A request that carries the hash of its texts has the key of the same request without it.
+TEST(CacheKey, IsTheSameWithTheSourcesHashGivenOrNot) {
+  CompileRequest r;
+  r.source = kSource;
+  r.headers = {{"common.cuh", "// common"}};
+  r.name_expressions = {"demo::scale<64>"};
+  const std::string texts = compile_cache_key(r);
+  r.sources_hash = compile_sources_hash(r.source, r.headers);
+  EXPECT_EQ(compile_cache_key(r), texts);
+  r.sources_hash = compile_sources_hash(r.source + " ", r.headers);
+  EXPECT_NE(compile_cache_key(r), texts);
+  // A family's requests carry it, for every built-in family.
+  for (const Family* family : builtin_families()) {
+    const Problem p = family->default_problems().front();
+    const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
+    CompileRequest made = family->compile_request(family->default_config(p, limits), p, "sm_90");
+    ASSERT_FALSE(made.sources_hash.empty()) << family->name();
+    const std::string key = compile_cache_key(made);
+    made.sources_hash.clear();
+    EXPECT_EQ(compile_cache_key(made), key) << family->name();
+  }
 }
 
 }  // namespace
