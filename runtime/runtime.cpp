@@ -112,6 +112,8 @@ struct Runtime::Impl {
   std::unordered_set<std::string> bg_seen;  // keys queued once: never tuned twice
   bool bg_stop = false, bg_busy = false;
   std::thread background;
+  // The built-in families made ready while the runtime is constructed; its destruction waits.
+  std::future<void> preparing;
 
   explicit Impl(Options o) : options(std::move(o)) {
     if (options.tune_in_background && !options.tune_on_miss)
@@ -143,6 +145,27 @@ struct Runtime::Impl {
       } catch (const std::system_error&) {
         // no thread to spare: opened below, after the device
       }
+    }
+    // The built-in families on a third thread: a family's first use parses its family file and
+    // hashes its sources twice, for its results and for its binaries' keys (together gemm's
+    // 1.3 ms of an H200's first GEMM call), which the constructing threads' 0.9 ms each leave
+    // time for. A call that needs a family before it is ready makes it
+    // itself or waits for it (each is made once per process).
+    try {
+      preparing = std::async(std::launch::async, [] {
+        for (const char* name : {"gemm", "gemm_skinny", "elementwise", "histogram",
+                                 "gemm_tc_skinny", "gemm_tc", "gemm_tc80"}) {
+          try {
+            const Family& family = find_family(name);
+            (void)family.template_hash();
+            (void)family.sources_hash();
+          } catch (const std::exception&) {
+            // a call that uses the family meets its error itself
+          }
+        }
+      });
+    } catch (const std::system_error&) {
+      // no thread to spare: each family is made at its first use
     }
     if (!device) device = std::make_unique<Device>(options.device);
     for (const auto& file : options.family_files) add_family_file(file);
