@@ -992,19 +992,17 @@ std::vector<std::string> Database::measured_problems(const std::string& family,
   return out;
 }
 
-std::vector<ResultRecord> Database::measurements(const std::string& family,
-                                                 const std::string& template_hash,
-                                                 const std::vector<std::string>& problems) {
-  std::vector<ResultRecord> out;
+Measurements Database::measurements(const std::string& family, const std::string& template_hash,
+                                    const std::vector<std::string>& problems) {
+  Measurements out;
   try {
     // The columns a ranking reads, through the index, with no join, sort or window: this runs
     // on a first call (a grid's winners measured on each shape are thousands of rows). The
     // devices, a few rows, are read apart.
-    std::map<std::int64_t, DeviceRecord> devices;
     {
       SQLite::Statement q(*db_, "SELECT id, name, cc_major, cc_minor, sm_count FROM devices");
       while (q.executeStep()) {
-        DeviceRecord& d = devices[q.getColumn(0).getInt64()];
+        DeviceRecord& d = out.devices.emplace_back();
         d.id = q.getColumn(0).getInt64();
         d.name = q.getColumn(1).getText();
         d.cc_major = q.getColumn(2).getInt();
@@ -1012,11 +1010,10 @@ std::vector<ResultRecord> Database::measurements(const std::string& family,
         d.sm_count = q.getColumn(4).getInt();
       }
     }
-    // One pass through the index, read with SQLite's own calls (no column objects), each
-    // problem's text taken from the key asked for. The capacity is reserved generously: growing
-    // a vector of these records (576 bytes each) allocated, faulted in and copied each larger
-    // block again, while memory reserved and never touched costs nothing.
-    out.reserve(problems.size() * 64);
+    // One pass through the index, read with SQLite's own calls (no column objects). The capacity
+    // is reserved generously: memory reserved and never touched costs nothing, where growing the
+    // vector allocated, faulted in and copied each larger block again.
+    out.rows.reserve(problems.size() * 64);
     sqlite3* h = db_->getHandle();
     sqlite3_stmt* raw = nullptr;
     const char* sql =
@@ -1027,30 +1024,31 @@ std::vector<ResultRecord> Database::measurements(const std::string& family,
     const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
     auto text = [&](int column) {
       const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(raw, column));
-      return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(raw, column)))
-               : std::string();
+      return p ? std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(raw, column)))
+               : std::string_view();
     };
     sqlite3_bind_text(raw, 1, family.data(), static_cast<int>(family.size()), SQLITE_STATIC);
     sqlite3_bind_text(raw, 2, template_hash.data(), static_cast<int>(template_hash.size()),
                       SQLITE_STATIC);
-    for (const std::string& problem : problems) {
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+      const std::string& problem = problems[i];
       sqlite3_reset(raw);
       sqlite3_bind_text(raw, 3, problem.data(), static_cast<int>(problem.size()), SQLITE_STATIC);
       int rc;
       while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
-        ResultRecord& r = out.emplace_back();
+        const std::int64_t device_id = sqlite3_column_int64(raw, 1);
+        auto device = std::find_if(out.devices.begin(), out.devices.end(),
+                                   [&](const DeviceRecord& d) { return d.id == device_id; });
+        if (device == out.devices.end()) continue;  // the foreign key holds in files we write
+        Measurements::Row& r = out.rows.emplace_back();
         r.id = sqlite3_column_int64(raw, 0);
-        r.device_id = sqlite3_column_int64(raw, 1);
-        if (auto it = devices.find(r.device_id); it != devices.end()) r.device = it->second;
-        r.family = family;
-        r.template_hash = template_hash;
-        r.problem = problem;
+        r.problem = i;
+        r.device = &*device;
         r.config = text(2);
-        r.status = status::kOk;
         r.time_median_ms = sqlite3_column_double(raw, 3);
         r.metric = sqlite3_column_double(raw, 4);
         r.unit = text(5);
-        r.origin = text(6);
+        r.shipped = text(6) == "shipped";
       }
       if (rc != SQLITE_DONE) throw SQLite::Exception(h, rc);
     }

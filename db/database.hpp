@@ -72,6 +72,30 @@ struct ResultRecord {
   DeviceRecord device;  // filled by queries that join devices
 };
 
+// The ok results the lookup's model ranks from (Database::measurements), each with what it reads
+// alone: a ResultRecord is 576 bytes and three allocations a row, which a first call's few hundred
+// rows faulted in.
+struct Measurements {
+  struct Row {
+    std::int64_t id = 0;
+    std::size_t problem = 0;               // its index in the problems asked for
+    const DeviceRecord* device = nullptr;  // in `devices`
+    double time_median_ms = 0;
+    double metric = 0;
+    bool shipped = false;  // origin "shipped"
+    std::string config;
+    std::string unit;
+  };
+  std::vector<DeviceRecord> devices;  // id, name, compute capability, SMs
+  std::vector<Row> rows;
+
+  Measurements() = default;
+  Measurements(Measurements&&) = default;  // the rows point into `devices`: moved, not copied
+  Measurements& operator=(Measurements&&) = default;
+  Measurements(const Measurements&) = delete;
+  Measurements& operator=(const Measurements&) = delete;
+};
+
 struct RunRecord {
   std::int64_t id = 0;
   std::int64_t device_id = 0;
@@ -183,12 +207,10 @@ class Database final : public BinaryStore {
   // The problems with an ok result of one family and template hash (through the index alone).
   std::vector<std::string> measured_problems(const std::string& family,
                                              const std::string& template_hash);
-  // Every ok result of one family and template hash for these problems, in no order: the
-  // measurements the lookup's model ranks from. Only the identity, times, metric, origin and
-  // device (name, compute capability, SMs) of each row are read.
-  std::vector<ResultRecord> measurements(const std::string& family,
-                                         const std::string& template_hash,
-                                         const std::vector<std::string>& problems);
+  // Every ok result of one family and template hash for these problems, the problems' in the
+  // order given, each problem's in no order: the measurements the lookup's model ranks from.
+  Measurements measurements(const std::string& family, const std::string& template_hash,
+                            const std::vector<std::string>& problems);
   // The `limit` best ok results of one problem on one device (name, compute capability, SMs),
   // the user's own before shipped ones: the runtime's exact lookup, through the index.
   std::vector<ResultRecord> best_results_for_problem(const std::string& family,

@@ -106,9 +106,10 @@ struct Nearby {
 };
 
 // The predicted step over the measurements of this device and the other GPUs of its architecture
-// (`other_device` tells them apart; rows of neither are not passed); nullopt where the family
-// has no model or no row gives a prediction. Which rows measure the problem's kind (GEMM: its
-// dtype) is the family's to say (predict_ms returns nullopt): a family file's axes are its own.
+// (`other_device` tells them apart; rows of neither are not passed) of the problems `nearby`
+// (`keys`: their keys, in the order measurements() was asked); nullopt where the family has no
+// model or no row gives a prediction. Which rows measure the problem's kind (GEMM: its dtype) is
+// the family's to say (predict_ms returns nullopt): a family file's axes are its own.
 //
 // A kernel may be measured on many problems (the winners of a grid, each measured on every shape
 // of the grid: `ktune tune --measure-winners`). Each is predicted from its measurement nearest to
@@ -117,15 +118,18 @@ struct Nearby {
 // candidate (an adapted configuration or one of its variants) takes the prediction of the nearest
 // measurement it derives from.
 template <typename OtherDevice>
-std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
-                                      const std::map<std::string, Nearby>& nearby,
-                                      OtherDevice other_device, const Family& family,
-                                      const Problem& problem, const DeviceInfo& device) {
+std::optional<LookupResult> predicted(const Measurements& measured,
+                                      const std::vector<std::string>& keys,
+                                      const std::vector<Nearby>& nearby, OtherDevice other_device,
+                                      const Family& family, const Problem& problem,
+                                      const DeviceInfo& device) {
+  using MeasuredRow = Measurements::Row;
+  const std::vector<MeasuredRow>& rows = measured.rows;
   struct Measurement {
     double distance;
-    const ResultRecord* row;
-    Problem tuned;
-    Config measured;
+    const MeasuredRow* row;
+    const Problem* tuned;
+    const Config* measured;
   };
   struct Row {
     double distance;
@@ -136,13 +140,13 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
   };
   std::unordered_map<std::string_view, std::vector<Row>> by_config;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const ResultRecord& row = rows[i];
-    auto it = nearby.find(row.problem);
-    if (it == nearby.end() || !(row.time_median_ms > 0)) continue;
-    const double d = it->second.distance + (other_device(row) ? kOtherDevice : 0.0);
+    const MeasuredRow& row = rows[i];
+    if (!(row.time_median_ms > 0)) continue;
+    const double d =
+        nearby[row.problem].distance + (other_device(*row.device) ? kOtherDevice : 0.0);
     // The nearest first; among measurements of one problem, the user's own before a shipped
     // one, then the fastest (a configuration measured twice).
-    by_config[row.config].push_back({d, row.origin == "shipped", row.time_median_ms, i});
+    by_config[row.config].push_back({d, row.shipped, row.time_median_ms, i});
   }
   // Per kernel: its nearest measurement that the model can use for this problem. A family without
   // a model (or a row its model cannot use) answers nothing here: known before any row is
@@ -156,25 +160,25 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
   };
   std::map<Config, Group, ValuesFirst> groups;
   for (auto& [text, measurements] : by_config) {
-    Config measured;
+    Config config;
     try {
-      measured = family.normalize(parse_config(text));
+      config = family.normalize(parse_config(text));
     } catch (const Error&) {
       continue;
     }
-    Group& g = groups[family.measurement_key(measured)];
+    Group& g = groups[family.measurement_key(config)];
     g.rows.insert(g.rows.end(), measurements.begin(), measurements.end());
-    g.configs.emplace(text, std::move(measured));
+    g.configs.emplace(text, std::move(config));
   }
   std::vector<Measurement> nearest;
   for (auto& [key, g] : groups) {
     std::sort(g.rows.begin(), g.rows.end());
     for (const Row& m : g.rows) {
-      const ResultRecord& row = rows[m.index];
-      const Config& measured = g.configs.at(row.config);
-      const Problem& at = nearby.at(row.problem).problem;
-      if (!family.predict_ms(measured, at, row.time_median_ms, measured, problem, device)) continue;
-      nearest.push_back({m.distance, &row, at, measured});
+      const MeasuredRow& row = rows[m.index];
+      const Config& config = g.configs.at(row.config);
+      const Problem& at = nearby[row.problem].problem;
+      if (!family.predict_ms(config, at, row.time_median_ms, config, problem, device)) continue;
+      nearest.push_back({m.distance, &row, &at, &config});
       break;
     }
   }
@@ -185,7 +189,7 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
   struct Ranked {
     double ms;
     double distance;
-    const ResultRecord* row;
+    const MeasuredRow* row;
     std::string config;
   };
   std::vector<Ranked> ranked;
@@ -195,14 +199,14 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
   std::sort(nearest.begin(), nearest.end(),
             [](const Measurement& a, const Measurement& b) { return a.row < b.row; });
   for (const Measurement* m = nearest.data(); m != nearest.data() + nearest.size(); ++m) {
-    auto adapted = usable(m->measured, family, problem, device.limits);
+    auto adapted = usable(*m->measured, family, problem, device.limits);
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
     candidates.insert(candidates.begin(), std::move(*adapted));
     for (const Config& c : candidates) {
       if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty()) continue;
       const auto ms =
-          family.predict_ms(m->measured, m->tuned, m->row->time_median_ms, c, problem, device);
+          family.predict_ms(*m->measured, *m->tuned, m->row->time_median_ms, c, problem, device);
       if (!ms) continue;
       Ranked entry{*ms, m->distance, m->row, to_string(c)};
       auto [it, fresh] = seen.emplace(entry.config, ranked.size());
@@ -219,12 +223,18 @@ std::optional<LookupResult> predicted(const std::vector<ResultRecord>& rows,
   // Ties (equal predictions) to the configuration measured first in the rows' order.
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) { return a.ms < b.ms; });
-  LookupResult r =
-      from_row(LookupStep::kPredicted, *ranked.front().row, parse_config(ranked.front().config));
+  const MeasuredRow& best = *ranked.front().row;
+  LookupResult r;
+  r.step = LookupStep::kPredicted;
+  r.config = parse_config(ranked.front().config);
+  r.tuned_problem = keys[best.problem];
+  r.measured = best.metric;
+  r.unit = best.unit;
+  r.device = best.device->identity();
   r.predicted_ms = ranked.front().ms;
   for (std::size_t i = 0; i < ranked.size() && i < 8; ++i)
-    r.candidates.push_back({ranked[i].config, ranked[i].row->problem,
-                            ranked[i].row->device.identity(), ranked[i].row->time_median_ms,
+    r.candidates.push_back({ranked[i].config, keys[ranked[i].row->problem],
+                            ranked[i].row->device->identity(), ranked[i].row->time_median_ms,
                             ranked[i].ms});
   return r;
 }
@@ -237,10 +247,11 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
   if (db) {
     const std::string hash = family.template_hash();
     const std::string key = problem.key();
-    auto same_device = [&](const ResultRecord& r) {
-      return r.device.name == device.name && r.device.cc_major == limits.cc_major &&
-             r.device.cc_minor == limits.cc_minor && r.device.sm_count == limits.sm_count;
+    auto same_gpu = [&](const DeviceRecord& d) {
+      return d.name == device.name && d.cc_major == limits.cc_major &&
+             d.cc_minor == limits.cc_minor && d.sm_count == limits.sm_count;
     };
+    auto same_device = [&](const ResultRecord& r) { return same_gpu(r.device); };
     // 1. exact problem on this device: the best usable row, through the index (a first call's
     //    whole lookup costs well under a millisecond this way).
     for (const auto& row : db->best_results_for_problem(family.name(), hash, key, device, 16))
@@ -306,15 +317,18 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
                         });
       near.resize(keep);
       std::vector<std::string> keys;
-      for (const auto& [key, n] : near) keys.push_back(key);
-      const std::map<std::string, Nearby> nearby(std::make_move_iterator(near.begin()),
-                                                 std::make_move_iterator(near.end()));
-      std::vector<ResultRecord> measured = db->measurements(family.name(), hash, keys);
-      std::erase_if(measured, [&](const ResultRecord& row) {
-        return row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor;
+      std::vector<Nearby> nearby;
+      for (auto& [key, n] : near) {
+        keys.push_back(std::move(key));
+        nearby.push_back(std::move(n));
+      }
+      Measurements measured = db->measurements(family.name(), hash, keys);
+      std::erase_if(measured.rows, [&](const Measurements::Row& row) {
+        return row.device->cc_major != limits.cc_major || row.device->cc_minor != limits.cc_minor;
       });
-      auto other_device = [&](const ResultRecord& row) { return !same_device(row); };
-      if (auto r = predicted(measured, nearby, other_device, family, problem, device)) return *r;
+      auto other_device = [&](const DeviceRecord& d) { return !same_gpu(d); };
+      if (auto r = predicted(measured, keys, nearby, other_device, family, problem, device))
+        return *r;
     }
     best = db->best_results(family.name(), hash);
     // 3. and 4. the nearest tuned problem of this device (nearest), or of another GPU of its
