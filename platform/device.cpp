@@ -2,6 +2,7 @@
 #include "platform/device.hpp"
 
 #include <cstdio>
+#include <system_error>
 
 #include "platform/driver.hpp"
 
@@ -99,13 +100,33 @@ Device::Device(int ordinal) {
   l.smem_per_block_optin = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   l.smem_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
   l.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
-  info_.clock_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-  info_.memory_clock_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
   info_.memory_bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  // The clock rates take the driver 0.5 and 0.3 ms each on an H200 (it asks the GPU): read on
+  // another thread, which info() waits for, and here where no thread can be started.
+  auto clocks = [this, api = &d] {
+    CUresult r =
+        api->cuDeviceGetAttribute(&info_.clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device_);
+    if (r == CUDA_SUCCESS)
+      r = api->cuDeviceGetAttribute(&info_.memory_clock_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+                                    device_);
+    return r;
+  };
+  try {
+    clocks_ = std::async(std::launch::async, clocks);
+  } catch (const std::system_error&) {
+    check(clocks(), "cuDeviceGetAttribute");
+  }
   check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
   // Always bind here: if the primary context was released to zero and retained again, its handle
   // can be the same while this thread's binding still points at the destroyed instance.
   check(d.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+const DeviceInfo& Device::info() const {
+  std::call_once(clocks_once_, [this] {
+    if (clocks_.valid()) check(clocks_.get(), "cuDeviceGetAttribute");
+  });
+  return info_;
 }
 
 Device::~Device() {

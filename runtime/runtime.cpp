@@ -124,8 +124,8 @@ struct Runtime::Impl {
                   "Options::tune_on_miss needs a writable database, and use_database is false");
     // The database opens on another thread while the device is read: each took about 0.9 ms of
     // an H200's Runtime construction (the device's two clock rates alone 0.88 ms of the driver's
-    // time). Not before the device is known to exist: a machine without one gets its error with
-    // no database touched.
+    // time; Device now reads them on a thread of its own, for the first lookup). Not before the
+    // device is known to exist: a machine without one gets its error with no database touched.
     const int devices = device_count();
     if (devices == 0 || options.device < 0 || options.device >= devices)
       device = std::make_unique<Device>(options.device);  // throws what is wrong
