@@ -142,7 +142,7 @@ struct ResultFilter {
 
 class Database final : public BinaryStore {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
   static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
 
   // kMemory: a private database in memory (path() is a label for messages), created empty.
@@ -204,7 +204,8 @@ class Database final : public BinaryStore {
   std::vector<ResultRecord> best_results(const std::string& family,
                                          const std::string& template_hash,
                                          std::int64_t device_id = 0);
-  // The problems with an ok result of one family and template hash (through the index alone).
+  // The problems with an ok result of one family and template hash, in order: from the table of
+  // them that triggers keep (schema v5), or in an older file open read-only through the index.
   std::vector<std::string> measured_problems(const std::string& family,
                                              const std::string& template_hash);
   // Every ok result of one family and template hash for these problems, the problems' in the

@@ -185,6 +185,120 @@ TEST(Database, NewerSchemaIsRejected) {
   expect_db_error(path, "newer");
 }
 
+// The problems with an ok result, read straight from the results: what measured_problems() must
+// list, from the table its triggers keep.
+std::vector<std::string> distinct_ok_problems(const std::string& path, const std::string& family,
+                                              const std::string& hash) {
+  std::vector<std::string> out;
+  sqlite3* h = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(h,
+                               "SELECT DISTINCT problem FROM results WHERE family = ?1 AND "
+                               "template_hash = ?2 AND status = 'ok' ORDER BY problem",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  sqlite3_bind_text(q, 1, family.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 2, hash.c_str(), -1, SQLITE_TRANSIENT);
+  while (sqlite3_step(q) == SQLITE_ROW)
+    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
+  sqlite3_finalize(q);
+  sqlite3_close(h);
+  return out;
+}
+
+// The table of measured problems follows every kind of write: a new ok row, a failed one, an
+// in-flight row finished ok or marked crashed, an upsert that turns an ok row into a failure, a
+// merge from elsewhere, and a prune that deletes rows.
+TEST(Database, MeasuredProblemsFollowEveryWrite) {
+  TempDir dir;
+  const std::string path = dir.file("t.db");
+  Database db(path);
+  const std::int64_t dev = db.ensure_device(fake_device());
+  auto at = [&](const std::string& problem, const std::string& config, double ms,
+                const std::string& st = "ok") {
+    ResultRecord r = row(dev, config, ms, st);
+    r.problem = problem;
+    return r;
+  };
+  auto expect_listed = [&](const std::vector<std::string>& want) {
+    EXPECT_EQ(db.measured_problems("elementwise", "hash1"), want);
+    EXPECT_EQ(distinct_ok_problems(path, "elementwise", "hash1"), want);
+  };
+  expect_listed({});
+  db.put_result(at("n=1", "A=1", 1.0));
+  db.put_result(at("n=1", "A=2", 2.0));
+  db.put_result(at("n=2", "A=1", 0, "failed"));
+  expect_listed({"n=1"});
+  db.mark_in_flight(at("n=2", "A=2", 0));
+  expect_listed({"n=1"});
+  db.put_result(at("n=2", "A=2", 1.5));  // the in-flight row finished
+  expect_listed({"n=1", "n=2"});
+  db.mark_in_flight(at("n=3", "A=1", 0));
+  EXPECT_EQ(db.mark_crashed(dev, "elementwise", "hash1", "n=3"), 1);
+  expect_listed({"n=1", "n=2"});
+  db.put_result(at("n=2", "A=2", 0, "failed"));  // its one ok row, now failed
+  expect_listed({"n=1"});
+  db.put_result(at("n=1", "A=1", 0, "failed"));  // n=1 keeps A=2
+  expect_listed({"n=1"});
+  ResultRecord other = at("n=4", "A=1", 1.0);
+  other.device = DeviceRecord{0, "NVIDIA H200", 9, 0, 132, "", 0};
+  other.origin = "imported";
+  EXPECT_EQ(db.merge_results({other}).added, 1u);
+  expect_listed({"n=1", "n=4"});
+  db.prune_stale({{"elementwise", "hash2"}});
+  expect_listed({});
+  // ktune db check compares the table with the rows.
+  ResultRecord back = at("n=5", "A=1", 1.0);
+  back.template_hash = "hash2";
+  db.put_result(back);
+  EXPECT_NO_THROW(db.check());
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(h, "DELETE FROM measured_problems", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(h);
+  try {
+    db.check();
+    ADD_FAILURE() << "check passed a stale table";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("measured_problems lacks 1"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A file of schema v4 gets the table, filled from its rows, when it opens for writing.
+TEST(Database, AVersion4FileGetsTheTableOfMeasuredProblems) {
+  TempDir dir;
+  const std::string path = dir.file("v4.db");
+  {
+    Database db(path);
+    const std::int64_t dev = db.ensure_device(fake_device());
+    db.put_result(row(dev, "A=1", 1.0));
+    ResultRecord r = row(dev, "A=1", 0, "failed");
+    r.problem = "n=9";
+    db.put_result(r);
+  }
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(h,
+                         "DROP TRIGGER measured_problems_insert; DROP TRIGGER "
+                         "measured_problems_update; DROP TRIGGER measured_problems_delete; "
+                         "DROP TABLE measured_problems; PRAGMA user_version=4",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(h);
+  {
+    Database old(path, Database::Mode::kReadOnly);  // read as it is: through the index
+    EXPECT_EQ(old.schema_version(), 4);
+    EXPECT_EQ(old.measured_problems("elementwise", "hash1"),
+              std::vector<std::string>{"align=16;dtype=f32;n=1024;op=copy"});
+  }
+  Database db(path);
+  EXPECT_EQ(db.schema_version(), Database::kSchemaVersion);
+  EXPECT_EQ(db.measured_problems("elementwise", "hash1"),
+            std::vector<std::string>{"align=16;dtype=f32;n=1024;op=copy"});
+}
+
 TEST(Database, ReadOnlyModeOnMissingFileIsAnError) {
   TempDir dir;
   EXPECT_THROW(Database(dir.file("missing.db"), Database::Mode::kReadOnly), Error);

@@ -297,7 +297,12 @@ TEST(Hardening, ViewsAndTriggersInAKtuneDatabaseAreRefused) {
   for (const std::string& change :
        {std::string("DROP TABLE results; CREATE VIEW results AS WITH RECURSIVE r(x) AS (SELECT 1 "
                     "UNION ALL SELECT x + 1 FROM r) SELECT x AS id FROM r"),
-        std::string("CREATE TRIGGER t AFTER INSERT ON results BEGIN DELETE FROM devices; END")}) {
+        std::string("CREATE TRIGGER t AFTER INSERT ON results BEGIN DELETE FROM devices; END"),
+        // one of ktune's triggers by name, with other SQL; one of them dropped
+        std::string("DROP TRIGGER measured_problems_insert; CREATE TRIGGER "
+                    "measured_problems_insert AFTER INSERT ON results BEGIN DELETE FROM devices; "
+                    "END"),
+        std::string("DROP TRIGGER measured_problems_delete")}) {
     TempDir dir;
     const std::string db = dir.file("v.db"), json = dir.file("p.json");
     make_ktune_db(db);
