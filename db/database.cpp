@@ -1012,7 +1012,8 @@ std::pair<std::int64_t, std::int64_t> Database::result_volume() {
 
 std::vector<ResultRecord> Database::best_results(const std::string& family,
                                                  const std::string& template_hash,
-                                                 std::int64_t device_id) {
+                                                 std::int64_t device_id,
+                                                 const std::string& problem) {
   std::vector<ResultRecord> out;
   try {
     // The filters go inside the window, so that it ranks only the rows asked for (through the
@@ -1021,6 +1022,7 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
     if (!family.empty()) where += " AND family = :family";
     if (!template_hash.empty()) where += " AND template_hash = :hash";
     if (device_id) where += " AND device_id = :device";
+    if (!problem.empty()) where += " AND problem = :problem";
     const std::string sql =
         "SELECT " + result_columns() +
         " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id, family, "
@@ -1034,6 +1036,7 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
     if (!family.empty()) q.bind(":family", family);
     if (!template_hash.empty()) q.bind(":hash", template_hash);
     if (device_id) q.bind(":device", static_cast<std::int64_t>(device_id));
+    if (!problem.empty()) q.bind(":problem", problem);
     while (q.executeStep()) out.push_back(read_result(q));
   } catch (const std::exception& e) {
     fail("reading best results", e);

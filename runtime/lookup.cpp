@@ -258,32 +258,45 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (same_device(row))
         if (auto c = usable(row, family, problem, key, limits))
           return from_row(LookupStep::kExact, row, *c);
-    std::vector<ResultRecord> best;  // read after the predicted step, which needs it not
     // The usable row nearest to the problem (the family's nearest_distance: by default the same
-    // attributes and a log-scale distance in sizes, in doublings) among those of this device and
-    // the other GPUs of its architecture, these kOtherDevice farther: a problem tuned exactly on
-    // a sibling GPU (an H100's tf32 winner on an H200) answers before another size tuned here
-    // (one tf32 row of 1024^3 tuned on the H200 had answered every other size with its small
-    // tile, at 0.61 to 0.69 x cuBLASLt).
+    // attributes and a log-scale distance in sizes, in doublings) among the best rows of this
+    // device and the other GPUs of its architecture, these kOtherDevice farther: a problem tuned
+    // exactly on a sibling GPU (an H100's tf32 winner on an H200) answers before another size
+    // tuned here (one tf32 row of 1024^3 tuned on the H200 had answered every other size with its
+    // small tile, at 0.61 to 0.69 x cuBLASLt). Equal distances go to the row of the lower device
+    // id, then problem.
+    //
+    // The measured problems are taken nearest first, and each one's best rows read only while
+    // they can still beat the row found: reading and ranking every best row of the family took
+    // 3.6 ms of a host's first lookup of an untuned gemm_skinny shape.
     auto nearest = [&]() -> std::optional<LookupResult> {
-      const ResultRecord* found = nullptr;
+      std::vector<std::pair<double, std::string>> order;
+      for (std::string& tuned : db->measured_problems(family.name(), hash)) {
+        try {
+          const double d = family.nearest_distance(problem, family.parse_problem(tuned));
+          if (std::isfinite(d)) order.emplace_back(d, std::move(tuned));
+        } catch (const Error&) {
+        }
+      }
+      std::sort(order.begin(), order.end());
+      std::optional<ResultRecord> found;
       std::optional<Config> config;
       double best_distance = std::numeric_limits<double>::infinity();
-      for (const auto& row : best) {
-        if (row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor)
-          continue;
-        double d;
-        try {
-          d = family.nearest_distance(problem, family.parse_problem(row.problem));
-        } catch (const Error&) {
-          continue;
-        }
-        if (!same_device(row)) d += kOtherDevice;
-        if (d >= best_distance) continue;
-        if (auto c = usable(row, family, problem, key, limits)) {
-          best_distance = d;
-          found = &row;
-          config = c;
+      for (const auto& [base, tuned] : order) {
+        if (base > best_distance) break;
+        for (ResultRecord& row : db->best_results(family.name(), hash, 0, tuned)) {
+          if (row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor)
+            continue;
+          const double d = base + (same_device(row) ? 0.0 : kOtherDevice);
+          if (d > best_distance ||
+              (d == best_distance && found &&
+               std::tie(found->device_id, found->problem) < std::tie(row.device_id, row.problem)))
+            continue;
+          if (auto c = usable(row, family, problem, key, limits)) {
+            best_distance = d;
+            found = std::move(row);
+            config = std::move(c);
+          }
         }
       }
       if (!found) return std::nullopt;
@@ -292,14 +305,23 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     };
     // 2. predicted: every configuration measured on this device or another GPU of its
     //    architecture, adapted, with its variants, ranked by the family's model.
-    if (predict) {
+    const Config probe = family.default_config(problem, limits);
+    // A family whose model cannot carry the problem to itself has none for it (gemm_skinny, a
+    // family file without a model): nothing to rank.
+    auto has_model = [&] {
+      try {
+        return family.predict_ms(probe, problem, 1.0, probe, problem, device).has_value();
+      } catch (const Error&) {
+        return false;
+      }
+    };
+    if (predict && has_model()) {
       // The measurements of the kNearestProblems problems nearest to this one that the model
       // can use (judged with the family's default configuration for this one): a kernel is
       // predicted from its nearest measurement, and a grid's winners are measured on each of
       // its shapes, so the rest would seldom answer. Reading every row (3978 of the shipped
       // GEMM presets) took 3 ms of a first call; these are a few hundred.
       std::vector<std::pair<std::string, Nearby>> near;  // the key as stored, and its problem
-      const Config probe = family.default_config(problem, limits);
       for (std::string& key : db->measured_problems(family.name(), hash)) {
         try {
           Problem tuned = family.parse_problem(key);
@@ -330,7 +352,6 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (auto r = predicted(measured, keys, nearby, other_device, family, problem, device))
         return *r;
     }
-    best = db->best_results(family.name(), hash);
     // 3. and 4. the nearest tuned problem of this device (nearest), or of another GPU of its
     //    compute capability (same-arch), that one kOtherDevice farther
     if (auto r = nearest()) return *r;

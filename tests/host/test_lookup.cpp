@@ -157,6 +157,24 @@ TEST_F(Lookup, ASiblingGpusExactProblemAnswersBeforeAnotherSizeHere) {
   EXPECT_EQ(to_string(closer.config), kC);
 }
 
+// Rows at equal distances (one problem measured on two sibling GPUs, seen from a third): the
+// lower device id answers, as when the step read every best row of the family in that order. It
+// now reads the problems nearest first and stops where none can come nearer.
+TEST_F(Lookup, EqualDistancesGoToTheLowerDevice) {
+  put(h200_, "align=16;dtype=f32;n=4096;op=copy", kA, 2.0);  // the H200 is device 1 here
+  put(h100_, "align=16;dtype=f32;n=4096;op=copy", kB, 1.0);
+  put(h100_, "align=16;dtype=f32;n=65536;op=copy", kC, 1.0);
+  const DeviceInfo h800 = device("NVIDIA H800", 9, 0, 132);
+  auto r = lookup_config(db_.get(), h800, family(), p("align=16;dtype=f32;n=4000;op=copy"));
+  EXPECT_EQ(r.step, LookupStep::kSameArch);
+  EXPECT_EQ(to_string(r.config), kA);
+  EXPECT_NE(r.device.find("H200"), std::string::npos);
+  // A nearer problem of either answers before them.
+  put(h100_, "align=16;dtype=f32;n=4001;op=copy", kC, 1.0);
+  r = lookup_config(db_.get(), h800, family(), p("align=16;dtype=f32;n=4000;op=copy"));
+  EXPECT_EQ(to_string(r.config), kC);
+}
+
 TEST_F(Lookup, StaleAndInvalidRowsAreSkipped) {
   put(h100_, "align=16;dtype=f64;n=1024;op=copy", kA, 1.0, "stale-template-hash");
   // VEC=4 is not valid for f64: such a row (imported by hand, say) must not be used.
