@@ -54,10 +54,11 @@ struct ProbeResult {
   bool verified = false;
 };
 
-// The first-call probes: a tuned copy (the main job's default problem), a tuned GEMM, and a GEMM
-// of a shape nobody tuned (answered by the lookup's predicted step: the ranking of the measured
-// winners, issue 23's "first call <= 5 ms" for an unseen problem).
-enum class Probe { kCopy, kGemm, kGemmUntuned };
+// The first-call probes: a tuned copy (the main job's default problem), a tuned GEMM, and two GEMMs
+// of shapes nobody tuned (issue 23's "first call <= 5 ms" for an unseen problem): a tiled one,
+// answered by the lookup's predicted step (the ranking of the measured winners), and a skinny one
+// (11 columns: gemm_skinny, which has no model), answered by the nearest tuned problem.
+enum class Probe { kCopy, kGemm, kGemmUntuned, kGemmSkinnyUntuned };
 // Processes timed per first-call probe. 5 gave medians 1.9 ms apart for one binary on an H200
 // (6.04 and 7.94 ms, the untuned GEMM); a process costs about 0.3 s, most of it the context.
 constexpr int kFirstCallProcesses = 15;
@@ -66,7 +67,9 @@ struct GemmShapeOf {
   std::int64_t m, n, k;
 };
 GemmShapeOf gemm_shape_of(Probe probe) {
-  return probe == Probe::kGemm ? GemmShapeOf{4096, 4096, 4096} : GemmShapeOf{3000, 1234, 777};
+  return probe == Probe::kGemm                ? GemmShapeOf{4096, 4096, 4096}
+         : probe == Probe::kGemmSkinnyUntuned ? GemmShapeOf{4999, 11, 2999}
+                                              : GemmShapeOf{3000, 1234, 777};
 }
 
 // Runs in a forked child: creates the context, allocates and fills buffers, then times the
@@ -109,16 +112,19 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
   }
   check(d.cuCtxSynchronize(), "cuCtxSynchronize");
   const GemmShapeOf g = gemm_shape_of(probe);
-  auto gemm_key = [&] {  // with the alignment class Runtime::gemm finds for these buffers
+  // The problem Runtime::gemm makes of the call (its family: gemm, or gemm_skinny), with the
+  // alignment class it finds for these buffers.
+  auto gemm_of_call = [&] {
     GemmCall call;
     call.a = buffers[0].as<const float>(), call.lda = g.m;
     call.b = buffers[1].as<const float>(), call.ldb = g.k;
-    return gemm_problem("f32", false, false, g.m, g.n, g.k, gemm_alignment(call)).key();
+    return gemm_call_problem("f32", false, false, g.m, g.n, g.k, gemm_alignment(call));
   };
-  const std::string problem =
-      probe == Probe::kCopy ? elementwise_problem(ElementwiseOp::kCopy, "f32", kCopyN, 16).key()
-                            : gemm_key();
-  const char* family = probe == Probe::kCopy ? "elementwise" : "gemm";
+  const Problem called = probe == Probe::kCopy
+                             ? elementwise_problem(ElementwiseOp::kCopy, "f32", kCopyN, 16)
+                             : gemm_of_call();
+  const std::string problem = called.key();
+  const std::string family = called.family;
 
   const std::uint64_t compiles_before = nvrtc_compile_calls();
   const auto t2 = Clock::now();
@@ -237,10 +243,12 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
 
   // 1. First call in a new process. A first child warms the binary cache (and reports the lookup
   //    step); the measured child then starts cold, as an application does.
-  for (Probe probe : {Probe::kCopy, Probe::kGemm, Probe::kGemmUntuned}) {
-    const std::string what = probe == Probe::kCopy   ? "copy f32 n=256M"
-                             : probe == Probe::kGemm ? "gemm f32 4096^3 nn"
-                                                     : "gemm f32 3000x1234x777 nn (untuned)";
+  for (Probe probe : {Probe::kCopy, Probe::kGemm, Probe::kGemmUntuned, Probe::kGemmSkinnyUntuned}) {
+    const std::string what = probe == Probe::kCopy          ? "copy f32 n=256M"
+                             : probe == Probe::kGemm        ? "gemm f32 4096^3 nn"
+                             : probe == Probe::kGemmUntuned ? "gemm f32 3000x1234x777 nn (untuned)"
+                                                            : "gemm f32 4999x11x2999 nn (untuned, "
+                                                              "skinny)";
     ProbeResult warm = in_child(common, probe, true);
     if (!warm.ok) throw Error(warm.code, "bench runtime: " + what + ": " + warm.error);
     std::vector<ProbeResult> runs;
@@ -262,7 +270,8 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
     }
     // The tuned probes must be answered by their own row, the untuned one by the other steps
     // (a database where someone tuned 3000 x 1234 x 777 measures nothing new here).
-    const bool as_meant = (warm.step == "exact") == (probe != Probe::kGemmUntuned);
+    const bool untuned = probe == Probe::kGemmUntuned || probe == Probe::kGemmSkinnyUntuned;
+    const bool as_meant = (warm.step == "exact") == !untuned;
     Metric m{"first call, " + what, median(first), "ms", "<= 5 ms beyond context creation"};
     m.holds = median(first) <= 5 && as_meant && verified;
     m.note = "lookup " + warm.step + ", " + warm.config + " (the lookup alone " +
