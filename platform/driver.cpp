@@ -6,7 +6,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string_view>
+#include <vector>
 
 namespace ktune::detail {
 namespace {
@@ -113,32 +115,144 @@ std::string result_name(CUresult r) {
   return "CUresult " + std::to_string(static_cast<int>(r));
 }
 
+namespace {
+// Per device: its scratch pool; whether a Runtime is preparing the stream-ordered allocator, whose
+// first allocation in a process takes the driver 7 to 10 ms on an H200, whatever its size and
+// pool (a cuMemAlloc takes 0.1 ms); and the plain allocations made meanwhile, which their calls
+// freed and which wait for their streams.
+struct Scratch {
+  std::mutex mutex;
+  std::map<CUdevice, CUmemoryPool> pools;  // for the life of the process
+  std::set<CUdevice> preparing;
+  std::set<CUdeviceptr> plain;
+  std::map<CUdevice, std::vector<std::pair<CUdeviceptr, CUevent>>> held;
+};
+Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
+CUdevice current_device() {
+  CUdevice device = 0;
+  check(driver().cuCtxGetDevice(&device), "cuCtxGetDevice");
+  return device;
+}
+
+// The device's pool, made at its first use; under s.mutex.
+CUmemoryPool pool_of(Scratch& s, CUdevice device) {
+  auto it = s.pools.find(device);
+  if (it == s.pools.end()) {
+    const DriverApi& d = driver();
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = device;
+    CUmemoryPool pool = nullptr;
+    check(d.cuMemPoolCreate(&pool, &props), "cuMemPoolCreate (scratch)");
+    cuuint64_t keep = cuuint64_t(1) << 30;
+    check(d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
+          "cuMemPoolSetAttribute (scratch)");
+    it = s.pools.emplace(device, pool).first;
+  }
+  return it->second;
+}
+}  // namespace
+
 CUdeviceptr scratch_alloc(std::size_t bytes, CUstream stream) {
   const DriverApi& d = driver();
-  CUdevice device = 0;
-  check(d.cuCtxGetDevice(&device), "cuCtxGetDevice");
-  static std::mutex mutex;
-  static std::map<CUdevice, CUmemoryPool> pools;  // for the life of the process
+  const CUdevice device = current_device();
+  Scratch& s = scratch();
   CUmemoryPool pool = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = pools.find(device);
-    if (it == pools.end()) {
-      CUmemPoolProps props{};
-      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-      props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      props.location.id = device;
-      check(d.cuMemPoolCreate(&pool, &props), "cuMemPoolCreate (scratch)");
-      cuuint64_t keep = cuuint64_t(1) << 30;
-      check(d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
-            "cuMemPoolSetAttribute (scratch)");
-      it = pools.emplace(device, pool).first;
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.preparing.count(device)) {
+      CUdeviceptr ptr = 0;
+      check(d.cuMemAlloc(&ptr, bytes), "cuMemAlloc (scratch, while the pool is prepared)");
+      s.plain.insert(ptr);
+      return ptr;
     }
-    pool = it->second;
+    pool = pool_of(s, device);
   }
   CUdeviceptr ptr = 0;
   check(d.cuMemAllocFromPoolAsync(&ptr, bytes, pool, stream), "cuMemAllocFromPoolAsync (scratch)");
   return ptr;
+}
+
+CUresult scratch_free(CUdeviceptr ptr, CUstream stream) {
+  const DriverApi& d = driver();
+  Scratch& s = scratch();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.plain.erase(ptr)) {  // held until its stream is past this call's kernels
+      CUevent done = nullptr;
+      CUresult r = d.cuEventCreate(&done, CU_EVENT_DISABLE_TIMING);
+      if (r == CUDA_SUCCESS) r = d.cuEventRecord(done, stream);
+      CUdevice device = 0;
+      if (r == CUDA_SUCCESS) r = d.cuCtxGetDevice(&device);
+      if (r != CUDA_SUCCESS) {
+        if (done) d.cuEventDestroy(done);
+        return r;
+      }
+      s.held[device].emplace_back(ptr, done);
+      return CUDA_SUCCESS;
+    }
+  }
+  return d.cuMemFreeAsync(ptr, stream);
+}
+
+bool scratch_prepare_begin() {
+  Scratch& s = scratch();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.preparing.insert(current_device()).second;
+}
+
+void scratch_prepare(CUcontext context) {
+  const DriverApi& d = driver();
+  Scratch& s = scratch();
+  CUdevice device = 0;
+  bool known = false;
+  try {
+    check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+    device = current_device();
+    known = true;
+    CUmemoryPool pool = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      pool = pool_of(s, device);
+    }
+    CUstream stream = nullptr;
+    check(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    CUdeviceptr ptr = 0;
+    CUresult r = d.cuMemAllocFromPoolAsync(&ptr, 4096, pool, stream);
+    if (r == CUDA_SUCCESS) d.cuMemFreeAsync(ptr, stream);
+    d.cuStreamSynchronize(stream);
+    d.cuStreamDestroy(stream);
+  } catch (const Error&) {
+    // the calls meet the error themselves, through the pool
+  }
+  if (!known) return;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.preparing.erase(device);
+  }
+  scratch_release_held();
+}
+
+void scratch_release_held() {
+  const DriverApi& d = driver();
+  CUdevice device = 0;
+  if (d.cuCtxGetDevice(&device) != CUDA_SUCCESS) return;
+  std::vector<std::pair<CUdeviceptr, CUevent>> held;
+  {
+    Scratch& s = scratch();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    held.swap(s.held[device]);
+  }
+  for (auto [ptr, done] : held) {
+    d.cuEventSynchronize(done);
+    d.cuMemFree(ptr);
+    d.cuEventDestroy(done);
+  }
 }
 
 void check(CUresult r, const char* what) {

@@ -30,10 +30,23 @@ bool driver_available(std::string* why = nullptr);
 void check(CUresult r, const char* what);
 std::string result_name(CUresult r);
 
-// Stream-ordered scratch memory (split-K partial sums), freed with cuMemFreeAsync, from a pool per
+// Stream-ordered scratch memory (split-K partial sums), freed with scratch_free, from a pool per
 // device that keeps up to 1 GiB reserved between calls. The default pool hands memory back at
 // every synchronization, so each call mapped it afresh while the GPU waited on the host.
+// Uses the calling thread's current context.
 CUdeviceptr scratch_alloc(std::size_t bytes, CUstream stream);
+// Frees scratch memory in `stream`'s order (never waits for the GPU).
+CUresult scratch_free(CUdeviceptr ptr, CUstream stream);
+// The stream-ordered allocator's first allocation in a process takes the driver 7 to 10 ms (H200),
+// whatever its size: a Runtime makes it on a thread of its own. scratch_prepare_begin (with the
+// device's context current) makes the device's allocations plain ones (cuMemAlloc, 0.1 ms) until
+// scratch_prepare(context), run on that thread, has made the first pooled one; it returns false
+// where the device is being prepared already. Plain allocations freed meanwhile wait for their
+// streams and are freed by scratch_prepare, or by scratch_release_held (the current context's
+// device), which a Runtime calls as it ends.
+bool scratch_prepare_begin();
+void scratch_prepare(CUcontext context);
+void scratch_release_held();
 
 // Errors after which the CUDA context is unusable (the process must start afresh).
 bool is_sticky_error(CUresult r);

@@ -114,6 +114,7 @@ struct Runtime::Impl {
   std::thread background;
   // The built-in families made ready while the runtime is constructed; its destruction waits.
   std::future<void> preparing;
+  std::future<void> preparing_scratch;  // detail::scratch_prepare
 
   explicit Impl(Options o) : options(std::move(o)) {
     if (options.tune_in_background && !options.tune_on_miss)
@@ -168,6 +169,20 @@ struct Runtime::Impl {
       // no thread to spare: each family is made at its first use
     }
     if (!device) device = std::make_unique<Device>(options.device);
+    // The stream-ordered allocator's first allocation in the process, on a thread of its own: it
+    // took 7 to 10 ms of an H200's first call of any shape with split-K partial sums. Calls
+    // meanwhile allocate plainly (cuMemAlloc, 0.1 ms).
+    if (detail::scratch_prepare_begin()) {
+      const CUcontext context = device->context();
+      try {
+        preparing_scratch = std::async(std::launch::async, [context] {
+          const ContextRestorer restore;
+          detail::scratch_prepare(context);
+        });
+      } catch (const std::system_error&) {
+        detail::scratch_prepare(context);  // no thread to spare: here (the context is current)
+      }
+    }
     for (const auto& file : options.family_files) add_family_file(file);
     if (opening.valid())
       db = opening.get();
@@ -190,6 +205,15 @@ struct Runtime::Impl {
     }
     bg_wake.notify_all();
     if (background.joinable()) background.join();
+    // Plain scratch allocations freed after the allocator was ready wait for their streams here.
+    if (preparing_scratch.valid()) preparing_scratch.wait();
+    if (device) {
+      try {
+        const ContextScope scope(*device);
+        detail::scratch_release_held();
+      } catch (const Error&) {
+      }
+    }
   }
 
   void queue_for_tuning(const std::string& key, const Family& family, const Problem& problem) {
@@ -474,7 +498,7 @@ struct Runtime::Impl {
     std::vector<CUdeviceptr> copies;
     const auto release = [&] {
       for (const CUdeviceptr p : copies)
-        detail::check(detail::driver().cuMemFreeAsync(p, stream), "cuMemFreeAsync (gemm_ex)");
+        detail::check(detail::scratch_free(p, stream), "scratch_free (gemm_ex)");
     };
     if (tf32 && (!call.trans_a || call.trans_b)) {
       // The tensor cores read tf32 operands k-major only: an operand stored the other way is

@@ -736,7 +736,7 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
     go(make_args<float>(call, ws, kps, swizzle));
   else
     go(make_args<double>(call, ws, kps, swizzle));
-  if (workspace) check(d.cuMemFreeAsync(workspace, stream), "cuMemFreeAsync");
+  if (workspace) check(detail::scratch_free(workspace, stream), "scratch_free");
 }
 
 std::vector<GemmShape> gemm_suite() {

@@ -219,7 +219,7 @@ void gemm_skinny_launch(const Kernel& kernel, const Config& config, const Device
     go(make(static_cast<float>(call.alpha), static_cast<float>(call.beta)));
   else
     go(make(call.alpha, call.beta));
-  if (workspace) check(driver().cuMemFreeAsync(workspace, stream), "cuMemFreeAsync");
+  if (workspace) check(detail::scratch_free(workspace, stream), "scratch_free");
 }
 
 namespace skinny {

@@ -1131,10 +1131,10 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
     try {
       skinny::launch(kernel, config, s, parts, &args, stream);
     } catch (...) {
-      if (workspace) driver().cuMemFreeAsync(workspace, stream);
+      if (workspace) detail::scratch_free(workspace, stream);
       throw;
     }
-    if (workspace) check(driver().cuMemFreeAsync(workspace, stream), "cuMemFreeAsync");
+    if (workspace) check(detail::scratch_free(workspace, stream), "scratch_free");
   }
 
  private:
@@ -1321,7 +1321,7 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
     else
       kernel.launch(0, grid, 1, 1, threads, 1, 1, smem, stream, params);
   } catch (...) {
-    if (partial) driver().cuMemFreeAsync(partial, stream);
+    if (partial) detail::scratch_free(partial, stream);
     throw;
   }
   if (t.split > 1) {
@@ -1340,10 +1340,10 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
     try {
       kernel.launch(1, blocks_x, blocks_y, 1, 256, 1, 1, 0, stream, reduce);
     } catch (...) {
-      driver().cuMemFreeAsync(partial, stream);
+      detail::scratch_free(partial, stream);
       throw;
     }
-    check(driver().cuMemFreeAsync(partial, stream), "cuMemFreeAsync");
+    check(detail::scratch_free(partial, stream), "scratch_free");
   }
 }
 
