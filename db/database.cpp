@@ -36,42 +36,42 @@ constexpr int kBusyTimeoutMs = 30000;
 // own, so check_identity() accepts a trigger only with one of these names and exactly this text.
 // No OR IGNORE in them: the statement that fires a trigger (an upsert) imposes its own conflict
 // policy on the trigger's statements.
-constexpr const char* kMeasuredProblemsInsert =
+// The old row's problem leaves the table with its last ok row (the update's and delete's end).
+constexpr const char* kForgetOldProblem = R"sql(
+  DELETE FROM measured_problems
+    WHERE family = OLD.family AND template_hash = OLD.template_hash AND problem = OLD.problem
+    AND NOT EXISTS (SELECT 1 FROM results WHERE family = OLD.family
+                    AND template_hash = OLD.template_hash AND problem = OLD.problem
+                    AND status = 'ok');
+END)sql";
+const std::string kMeasuredProblemsInsert =
     R"sql(CREATE TRIGGER measured_problems_insert AFTER INSERT ON results WHEN NEW.status = 'ok'
 BEGIN
   INSERT INTO measured_problems SELECT NEW.family, NEW.template_hash, NEW.problem
     WHERE NOT EXISTS (SELECT 1 FROM measured_problems WHERE family = NEW.family
                       AND template_hash = NEW.template_hash AND problem = NEW.problem);
 END)sql";
-constexpr const char* kMeasuredProblemsUpdate = R"sql(CREATE TRIGGER measured_problems_update
+const std::string kMeasuredProblemsUpdate =
+    std::string(R"sql(CREATE TRIGGER measured_problems_update
 AFTER UPDATE OF family, template_hash, problem, status ON results
 BEGIN
   INSERT INTO measured_problems SELECT NEW.family, NEW.template_hash, NEW.problem
     WHERE NEW.status = 'ok'
     AND NOT EXISTS (SELECT 1 FROM measured_problems WHERE family = NEW.family
-                    AND template_hash = NEW.template_hash AND problem = NEW.problem);
-  DELETE FROM measured_problems
-    WHERE family = OLD.family AND template_hash = OLD.template_hash AND problem = OLD.problem
-    AND NOT EXISTS (SELECT 1 FROM results WHERE family = OLD.family
-                    AND template_hash = OLD.template_hash AND problem = OLD.problem
-                    AND status = 'ok');
-END)sql";
-constexpr const char* kMeasuredProblemsDelete =
-    R"sql(CREATE TRIGGER measured_problems_delete AFTER DELETE ON results WHEN OLD.status = 'ok'
-BEGIN
-  DELETE FROM measured_problems
-    WHERE family = OLD.family AND template_hash = OLD.template_hash AND problem = OLD.problem
-    AND NOT EXISTS (SELECT 1 FROM results WHERE family = OLD.family
-                    AND template_hash = OLD.template_hash AND problem = OLD.problem
-                    AND status = 'ok');
-END)sql";
+                    AND template_hash = NEW.template_hash AND problem = NEW.problem);)sql") +
+    kForgetOldProblem;
+const std::string kMeasuredProblemsDelete =
+    std::string(
+        R"sql(CREATE TRIGGER measured_problems_delete AFTER DELETE ON results WHEN OLD.status = 'ok'
+BEGIN)sql") +
+    kForgetOldProblem;
 struct KtuneTrigger {
   const char* name;
-  const char* sql;
+  const std::string* sql;
 };
-constexpr KtuneTrigger kTriggers[] = {{"measured_problems_insert", kMeasuredProblemsInsert},
-                                      {"measured_problems_update", kMeasuredProblemsUpdate},
-                                      {"measured_problems_delete", kMeasuredProblemsDelete}};
+const KtuneTrigger kTriggers[] = {{"measured_problems_insert", &kMeasuredProblemsInsert},
+                                  {"measured_problems_update", &kMeasuredProblemsUpdate},
+                                  {"measured_problems_delete", &kMeasuredProblemsDelete}};
 const std::string kMigration5 = std::string(R"sql(
 CREATE TABLE measured_problems(
   family TEXT NOT NULL,
@@ -469,7 +469,7 @@ void Database::check_identity() {
       // ktune's own triggers, by name and text
       if (type == "trigger" &&
           std::any_of(std::begin(kTriggers), std::end(kTriggers), [&](const KtuneTrigger& t) {
-            return name == t.name && q.getColumn(2).getString() == t.sql;
+            return name == t.name && q.getColumn(2).getString() == *t.sql;
           })) {
         ++own_triggers;
         continue;
