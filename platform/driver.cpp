@@ -128,8 +128,10 @@ struct Scratch {
   std::map<CUdevice, std::vector<std::pair<CUdeviceptr, CUevent>>> held;
 };
 Scratch& scratch() {
-  static Scratch s;
-  return s;
+  // Never destroyed: a Runtime that ends during the process's exit (one held by a static) still
+  // finds it.
+  static Scratch* s = new Scratch;
+  return *s;
 }
 
 CUdevice current_device() {
