@@ -54,11 +54,6 @@ struct ProbeResult {
   bool verified = false;
 };
 
-// The first-call probes: a tuned copy (the main job's default problem), a tuned GEMM, and two GEMMs
-// of shapes nobody tuned (issue 23's "first call <= 5 ms" for an unseen problem): a tiled one,
-// answered by the lookup's predicted step (the ranking of the measured winners), and a skinny one
-// (11 columns: gemm_skinny, which has no model), answered by the nearest tuned problem.
-enum class Probe { kCopy, kGemm, kGemmUntuned, kGemmSkinnyUntuned };
 // Processes timed per first-call probe. 5 gave medians 1.9 ms apart for one binary on an H200
 // (6.04 and 7.94 ms, the untuned GEMM); a process costs about 0.3 s, most of it the context.
 constexpr int kFirstCallProcesses = 15;
@@ -66,16 +61,26 @@ constexpr std::size_t kCopyN = 256ull << 20;  // f32 elements: 1 GiB
 struct GemmShapeOf {
   std::int64_t m, n, k;
 };
-GemmShapeOf gemm_shape_of(Probe probe) {
-  return probe == Probe::kGemm                ? GemmShapeOf{4096, 4096, 4096}
-         : probe == Probe::kGemmSkinnyUntuned ? GemmShapeOf{4999, 11, 2999}
-                                              : GemmShapeOf{3000, 1234, 777};
-}
+// The first-call probes: a tuned copy (the main job's default problem), a tuned GEMM, and two GEMMs
+// of shapes nobody tuned (issue 23's "first call <= 5 ms" for an unseen problem): a tiled one,
+// answered by the lookup's predicted step (the ranking of the measured winners), and a skinny one
+// (11 columns: gemm_skinny, which has no model), answered by the nearest tuned problem.
+struct Probe {
+  const char* what;
+  bool copy;          // else a column-major f32 GEMM, nn, of `shape`
+  GemmShapeOf shape;  // of the GEMMs
+  bool tuned;         // answered by the problem's own row (else by the other steps)
+};
+constexpr Probe kProbes[] = {
+    {"copy f32 n=256M", true, {}, true},
+    {"gemm f32 4096^3 nn", false, {4096, 4096, 4096}, true},
+    {"gemm f32 3000x1234x777 nn (untuned)", false, {3000, 1234, 777}, false},
+    {"gemm f32 4999x11x2999 nn (untuned, skinny)", false, {4999, 11, 2999}, false}};
 
 // Runs in a forked child: creates the context, allocates and fills buffers, then times the
 // Runtime's construction and first call. `explain_first` asks the lookup chain first (the warm
 // child does, to report which step answers; the measured child must not).
-ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
+ProbeResult run_probe(const Common& common, const Probe& probe, bool explain_first) {
   ProbeResult r;
   const auto t0 = Clock::now();
   Device device(common.device);
@@ -87,7 +92,8 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
   std::vector<detail::DeviceBuffer> buffers;
   std::size_t out_elems = 0;
   float expect = 0;
-  if (probe == Probe::kCopy) {
+  const GemmShapeOf& g = probe.shape;
+  if (probe.copy) {
     buffers.emplace_back(kCopyN * sizeof(float));
     buffers.emplace_back(kCopyN * sizeof(float));
     check(d.cuMemsetD32Async(buffers[0].get(), 0x40490fdbu, kCopyN, nullptr),
@@ -96,7 +102,6 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
     out_elems = kCopyN;
     expect = 3.14159274f;
   } else {
-    const GemmShapeOf g = gemm_shape_of(probe);
     const std::size_t a = std::size_t(g.m * g.k), b = std::size_t(g.k * g.n),
                       c = std::size_t(g.m * g.n);
     buffers.emplace_back(a * sizeof(float));
@@ -111,7 +116,6 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
     expect = static_cast<float>(g.k);  // every element: a sum of K ones
   }
   check(d.cuCtxSynchronize(), "cuCtxSynchronize");
-  const GemmShapeOf g = gemm_shape_of(probe);
   // The problem Runtime::gemm makes of the call (its family: gemm, or gemm_skinny), with the
   // alignment class it finds for these buffers.
   auto gemm_of_call = [&] {
@@ -120,9 +124,8 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
     call.b = buffers[1].as<const float>(), call.ldb = g.k;
     return gemm_call_problem("f32", false, false, g.m, g.n, g.k, gemm_alignment(call));
   };
-  const Problem called = probe == Probe::kCopy
-                             ? elementwise_problem(ElementwiseOp::kCopy, "f32", kCopyN, 16)
-                             : gemm_of_call();
+  const Problem called =
+      probe.copy ? elementwise_problem(ElementwiseOp::kCopy, "f32", kCopyN, 16) : gemm_of_call();
   const std::string problem = called.key();
   const std::string family = called.family;
 
@@ -140,7 +143,7 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
     r.step = std::string(to_string(c.step));
     r.config = c.config;
   }
-  if (probe == Probe::kCopy) {
+  if (probe.copy) {
     runtime.copy(buffers[1].as<float>(), buffers[0].as<const float>(), kCopyN, stream.get());
   } else {
     runtime.gemm(Layout::kColMajor, Op::kN, Op::kN, g.m, g.n, g.k, 1.0f,
@@ -168,7 +171,7 @@ ProbeResult run_probe(const Common& common, Probe probe, bool explain_first) {
 }
 
 // fork() before this process touches CUDA: the child is a new process as far as CUDA goes.
-ProbeResult in_child(const Common& common, Probe probe, bool explain_first) {
+ProbeResult in_child(const Common& common, const Probe& probe, bool explain_first) {
   int fds[2];
   if (pipe(fds) != 0) throw Error(ErrorCode::kInternal, "pipe failed");
   const pid_t pid = fork();
@@ -243,12 +246,8 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
 
   // 1. First call in a new process. A first child warms the binary cache (and reports the lookup
   //    step); the measured child then starts cold, as an application does.
-  for (Probe probe : {Probe::kCopy, Probe::kGemm, Probe::kGemmUntuned, Probe::kGemmSkinnyUntuned}) {
-    const std::string what = probe == Probe::kCopy          ? "copy f32 n=256M"
-                             : probe == Probe::kGemm        ? "gemm f32 4096^3 nn"
-                             : probe == Probe::kGemmUntuned ? "gemm f32 3000x1234x777 nn (untuned)"
-                                                            : "gemm f32 4999x11x2999 nn (untuned, "
-                                                              "skinny)";
+  for (const Probe& probe : kProbes) {
+    const std::string what = probe.what;
     ProbeResult warm = in_child(common, probe, true);
     if (!warm.ok) throw Error(warm.code, "bench runtime: " + what + ": " + warm.error);
     std::vector<ProbeResult> runs;
@@ -268,10 +267,9 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
       nvrtc += r.nvrtc_calls;
       verified &= r.verified;
     }
-    // The tuned probes must be answered by their own row, the untuned one by the other steps
+    // The tuned probes must be answered by their own row, the untuned ones by the other steps
     // (a database where someone tuned 3000 x 1234 x 777 measures nothing new here).
-    const bool untuned = probe == Probe::kGemmUntuned || probe == Probe::kGemmSkinnyUntuned;
-    const bool as_meant = (warm.step == "exact") == !untuned;
+    const bool as_meant = (warm.step == "exact") == probe.tuned;
     Metric m{"first call, " + what, median(first), "ms", "<= 5 ms beyond context creation"};
     m.holds = median(first) <= 5 && as_meant && verified;
     m.note = "lookup " + warm.step + ", " + warm.config + " (the lookup alone " +
