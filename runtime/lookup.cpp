@@ -258,6 +258,8 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       if (same_device(row))
         if (auto c = usable(row, family, problem, key, limits))
           return from_row(LookupStep::kExact, row, *c);
+    // The problems measured with this template, which both steps below start from.
+    const std::vector<std::string> measured_keys = db->measured_problems(family.name(), hash);
     // The usable row nearest to the problem (the family's nearest_distance: by default the same
     // attributes and a log-scale distance in sizes, in doublings) among the best rows of this
     // device and the other GPUs of its architecture, these kOtherDevice farther: a problem tuned
@@ -270,11 +272,11 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     // they can still beat the row found: reading and ranking every best row of the family took
     // 3.6 ms of a host's first lookup of an untuned gemm_skinny shape.
     auto nearest = [&]() -> std::optional<LookupResult> {
-      std::vector<std::pair<double, std::string>> order;
-      for (std::string& tuned : db->measured_problems(family.name(), hash)) {
+      std::vector<std::pair<double, std::string_view>> order;
+      for (const std::string& tuned : measured_keys) {
         try {
           const double d = family.nearest_distance(problem, family.parse_problem(tuned));
-          if (std::isfinite(d)) order.emplace_back(d, std::move(tuned));
+          if (std::isfinite(d)) order.emplace_back(d, tuned);
         } catch (const Error&) {
         }
       }
@@ -284,7 +286,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       double best_distance = std::numeric_limits<double>::infinity();
       for (const auto& [base, tuned] : order) {
         if (base > best_distance) break;
-        for (ResultRecord& row : db->best_results(family.name(), hash, 0, tuned)) {
+        for (ResultRecord& row : db->best_results(family.name(), hash, 0, std::string(tuned))) {
           if (row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor)
             continue;
           const double d = base + (same_device(row) ? 0.0 : kOtherDevice);
@@ -305,9 +307,9 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     };
     // 2. predicted: every configuration measured on this device or another GPU of its
     //    architecture, adapted, with its variants, ranked by the family's model.
-    const Config probe = family.default_config(problem, limits);
     // A family whose model cannot carry the problem to itself has none for it (gemm_skinny, a
     // family file without a model): nothing to rank.
+    const Config probe = predict ? family.default_config(problem, limits) : Config{};
     auto has_model = [&] {
       try {
         return family.predict_ms(probe, problem, 1.0, probe, problem, device).has_value();
@@ -321,13 +323,13 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       // predicted from its nearest measurement, and a grid's winners are measured on each of
       // its shapes, so the rest would seldom answer. Reading every row (3978 of the shipped
       // GEMM presets) took 3 ms of a first call; these are a few hundred.
-      std::vector<std::pair<std::string, Nearby>> near;  // the key as stored, and its problem
-      for (std::string& key : db->measured_problems(family.name(), hash)) {
+      std::vector<std::pair<std::string_view, Nearby>> near;  // the key as stored, its problem
+      for (const std::string& key : measured_keys) {
         try {
           Problem tuned = family.parse_problem(key);
           if (!family.predict_ms(probe, tuned, 1.0, probe, problem, device)) continue;
           const double d = problem_distance(problem, tuned, kOtherAttr);
-          if (std::isfinite(d)) near.push_back({std::move(key), Nearby{std::move(tuned), d}});
+          if (std::isfinite(d)) near.push_back({key, Nearby{std::move(tuned), d}});
         } catch (const Error&) {
         }
       }
@@ -341,7 +343,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       std::vector<std::string> keys;
       std::vector<Nearby> nearby;
       for (auto& [key, n] : near) {
-        keys.push_back(std::move(key));
+        keys.emplace_back(key);
         nearby.push_back(std::move(n));
       }
       Measurements measured = db->measurements(family.name(), hash, keys);
