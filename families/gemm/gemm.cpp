@@ -193,8 +193,12 @@ class GemmFamily final : public BuiltinFileFamily {
     std::int64_t widest = 1, pad = 0;
     for (const auto& c : space)
       widest = std::max(widest, c.at("VEC")), pad = std::max(pad, c.at("PAD"));
-    std::map<std::int64_t, Config> first;  // by MMA
-    for (const auto& c : space) first.emplace(c.at("MMA"), shape_of(c));
+    // By MMA; not the smallest tiles (32 x 64 at most), which only small problems take, where one
+    // of the others is there: the toggles stay on the tiles every problem has.
+    std::map<std::int64_t, Config> first;
+    for (const bool smallest : {false, true})
+      for (const auto& c : space)
+        if ((c.at("BM") * c.at("BN") <= 2048) == smallest) first.emplace(c.at("MMA"), shape_of(c));
     std::vector<Config> out;
     for (const auto& c : space) {
       const bool usual = c.at("STAGES") == 2 && c.at("PREFETCH") == !c.at("MMA") &&
@@ -238,9 +242,21 @@ class GemmFamily final : public BuiltinFileFamily {
     const int bytes = dtype_bytes(p.attr("dtype"));
     const Geometry g = shape_geometry(c);
     if (!g.why.empty()) return g.why;
-    // 128 or 256 threads: fewer cannot hide latency, more leave too few registers per thread.
-    if ((g.threads != 128 && g.threads != 256) || g.threads > limits.max_threads_per_block)
-      return "threads per block other than 128 or 256";
+    // 128 or 256 threads: fewer hide less latency, more leave too few registers per thread. Two
+    // warps for the smallest tiles (32 x 32, 32 x 64): small problems and small k need many
+    // blocks more than big ones (cuBLAS runs such tiles there: 3743 x 264 x 103 f32 nt, 32 x 64
+    // tiles of 64 threads; 350 x 182 x 340 f64 tn, 32 x 32 tensor-core tiles).
+    const bool smallest = bm * bn <= 2048;
+    // Where 64 x 64 tiles fill the GPU four times over, the smallest tiles only read A and B
+    // more often.
+    if (smallest && ((m + 63) / 64) * ((n + 63) / 64) >= 4 * limits.sm_count)
+      return "tiles of at most 32 x 64 where 64 x 64 tiles fill the GPU four times over";
+    if (!smallest && (get(c, "WM") < 32 || get(c, "WN") < 32))
+      return "warp tiles of 16 rows or columns are for block tiles of at most 32 x 64";
+    const bool two_warps = g.threads == 64 && smallest;
+    if ((g.threads != 128 && g.threads != 256 && !two_warps) ||
+        g.threads > limits.max_threads_per_block)
+      return "threads per block other than 128 or 256 (64 for tiles of at most 32 x 64)";
     // Square thread tiles: the transposed shapes are reached by the warp tile instead.
     if (get(c, "TM") != get(c, "TN")) return "TM != TN";
     // Accumulators per thread: enough FMAs per shared-memory load to approach the FMA peak

@@ -391,6 +391,29 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       {"f64",
        "BK=16,BM=64,BN=64,MMA=0,PAD=4,PREFETCH=2,SPLITK=4,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=32,WNITER=1"},
+      // The smallest tiles: two warps (64 threads) and warp tiles of 16 rows or columns, on the
+      // FMA units and each tensor-core shape, split-K included.
+      {"f32",
+       "BK=8,BM=32,BN=64,MMA=0,PAD=4,PREFETCH=1,SPLITK=1,STAGES=3,SWIZZLE=8,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=32,WN=32,WNITER=1"},
+      {"f32",
+       "BK=16,BM=32,BN=32,MMA=0,PAD=4,PREFETCH=0,SPLITK=4,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=2,"
+       "VEC=4,WM=16,WN=32,WNITER=1"},
+      {"f32",
+       "BK=16,BM=64,BN=32,KCONTIG=2,MMA=0,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,"
+       "UNROLL=0,VEC=4,WM=32,WN=16,WNITER=1"},
+      {"f64",
+       "BK=16,BM=32,BN=32,MMA=4,PAD=4,PREFETCH=0,SPLITK=1,STAGES=4,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=16,WN=32,WNITER=1"},
+      {"f64",
+       "BK=8,BM=32,BN=64,MMA=3,PAD=4,PREFETCH=0,SPLITK=4,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=16,WN=32,WNITER=1"},
+      {"f64",
+       "BK=8,BM=64,BN=32,MMA=1,PAD=4,PREFETCH=0,SPLITK=1,STAGES=2,SWIZZLE=4,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=16,WNITER=1"},
+      {"f64",
+       "BK=8,BM=32,BN=32,MMA=0,PAD=4,PREFETCH=1,SPLITK=1,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=16,WNITER=1"},
   };
   std::uint64_t seed = 5000;
   for (const Pin& pin : pins) {
@@ -406,9 +429,12 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       for (const auto& p : shipped_presets()) db.record_preset(p.name, std::string(p.digest));
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
-          // Split-K needs few tiles; SWIZZLE=8 needs more than 8 rows of tiles.
-          const std::int64_t size =
-              std::string(pin.config).find("SPLITK=1,") != std::string::npos ? 2048 : 512;
+          // Split-K needs few tiles; SWIZZLE=8 needs more than 8 rows of tiles; the smallest
+          // tiles (32 x 64 at most) are for C smaller than four waves of 64 x 64 tiles.
+          const Config parsed = parse_config(pin.config);
+          const bool smallest = parsed.at("BM") * parsed.at("BN") <= 2048;
+          const bool split = std::string(pin.config).find("SPLITK=1,") == std::string::npos;
+          const std::int64_t size = (split ? 512 : 2048) / (smallest ? 2 : 1);
           const Problem tuned = gemm_problem(pin.dtype, ta, tb, size, size, size,
                                              std::string(pin.dtype) == "f32" ? 4 : 2);
           // FMA tiles of nt are stored without a transpose: no padding there.

@@ -87,10 +87,18 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
                            gemm_problem("f32", false, false, 64, 64, 262144, 4)}) {
     SearchSpace s(f, p, lim);
     ASSERT_GT(s.size(), 50u) << p.key();
-    bool any_split = false, any_minb = false, any_kcontig = false;
+    bool any_split = false, any_minb = false, any_kcontig = false, any_smallest = false;
     for (const auto& c : s.configs()) {
       const std::int64_t threads = (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")) * 32;
-      EXPECT_TRUE(threads == 128 || threads == 256);
+      // Two warps and warp tiles of 16 only in the smallest block tiles, and those only where
+      // 64 x 64 tiles would not fill the GPU four times over.
+      const bool smallest = c.at("BM") * c.at("BN") <= 2048;
+      EXPECT_TRUE(threads == 128 || threads == 256 || (threads == 64 && smallest)) << to_string(c);
+      if (!smallest) EXPECT_TRUE(c.at("WM") >= 32 && c.at("WN") >= 32) << to_string(c);
+      if (smallest) {
+        EXPECT_LT((p.size("m") + 63) / 64 * ((p.size("n") + 63) / 64), 4 * lim.sm_count);
+        any_smallest = true;
+      }
       EXPECT_LE(c.at("VEC"), p.size("align"));
       // Shared memory per stage: BK x (BM + PAD), or BM x (BK + PAD) for A kept k-contiguous
       // (KCONTIG, op T); the same for B (op N).
@@ -137,6 +145,8 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
     if (p.size("m") == 4096) {
       EXPECT_FALSE(any_split);
     }
+    // 1000^2 is 256 tiles of 64 x 64 (under four waves of 132 SMs), 4096^2 is 4096.
+    EXPECT_EQ(any_smallest, p.size("m") != 4096) << p.key();
   }
 }
 
