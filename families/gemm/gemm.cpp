@@ -719,7 +719,6 @@ void gemm_launch(const Kernel& kernel, const Config& config, const DeviceLimits&
   const KSplit parts = k_split(call.k, split, bk);
   const std::int64_t kps = parts.per_split, splits = parts.splits;
   CUdeviceptr workspace = 0;
-  const auto& d = driver();
   if (split > 1)
     workspace =
         detail::scratch_alloc(static_cast<std::size_t>(splits * tiles * bm * bn) * bytes, stream);

@@ -94,7 +94,9 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
       // 64 x 64 tiles would not fill the GPU four times over.
       const bool smallest = c.at("BM") * c.at("BN") <= 2048;
       EXPECT_TRUE(threads == 128 || threads == 256 || (threads == 64 && smallest)) << to_string(c);
-      if (!smallest) EXPECT_TRUE(c.at("WM") >= 32 && c.at("WN") >= 32) << to_string(c);
+      if (!smallest) {
+        EXPECT_TRUE(c.at("WM") >= 32 && c.at("WN") >= 32) << to_string(c);
+      }
       if (smallest) {
         EXPECT_LT((p.size("m") + 63) / 64 * ((p.size("n") + 63) / 64), 4 * lim.sm_count);
         any_smallest = true;
