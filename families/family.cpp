@@ -118,6 +118,27 @@ CompileRequest Family::compile_request(const Config& config, const Problem& prob
   return r;
 }
 
+bool within(const Config& config, const ParamValues& only) {
+  for (const auto& [name, values] : only) {
+    const auto it = config.find(name);
+    if (it == config.end() || std::find(values.begin(), values.end(), it->second) == values.end())
+      return false;
+  }
+  return true;
+}
+
+Config Family::default_config_within(const Problem& problem, const DeviceLimits& limits,
+                                     const ParamValues& only) const {
+  Config c = default_config(problem, limits);
+  for (const auto& [param, values] : only)
+    if (!values.empty() && !within(c, {{param, values}})) c[param] = values.front();
+  if (!within(c, only) || !reject(c, problem, limits).empty())
+    throw Error(ErrorCode::kInvalidArgument, name() + ": no default configuration for " +
+                                                 problem.key() +
+                                                 " with the parameters held as asked");
+  return c;
+}
+
 Config Family::normalize(Config config) const {
   for (const auto& p : params())
     if (!config.count(p.name) && !p.values.empty()) config[p.name] = p.values.front();

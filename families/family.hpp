@@ -17,6 +17,11 @@
 
 namespace ktune {
 
+// Parameters held to some of their values, by name (a runtime's strict FP32, `ktune tune --only`).
+using ParamValues = std::map<std::string, std::vector<std::int64_t>>;
+// Whether every parameter `only` names is present in `config` with one of its values.
+bool within(const Config& config, const ParamValues& only);
+
 class Kernel;
 class KernelCache;
 
@@ -191,6 +196,16 @@ class Family {
                                                     const Problem& problem) const = 0;
   // Valid for every problem on every device: the last step of the lookup chain.
   virtual Config default_config(const Problem& problem, const DeviceLimits& limits) const = 0;
+  // The same within `only` (parameters held to some of their values): by default the default
+  // configuration with each held parameter at its first allowed value. Throws
+  // Error(kInvalidArgument) where that is not valid for the problem.
+  virtual Config default_config_within(const Problem& problem, const DeviceLimits& limits,
+                                       const ParamValues& only) const;
+  // The parameter values whose kernels compute in the problem's own precision throughout, where
+  // some configurations do not (gemm_skinny's f32 on the tensor cores as 3xTF32: MMA 0 only);
+  // empty where every configuration does. A runtime with Options::strict_fp32 holds its lookups
+  // to them.
+  virtual ParamValues strict_precision(const Problem& /*problem*/) const { return {}; }
 
   virtual std::unique_ptr<Workload> make_workload(const Problem& problem, const Device& device,
                                                   KernelCache& cache) const = 0;

@@ -187,6 +187,8 @@ ktune_status ktune_runtime_create(const ktune_runtime_options* options, ktune_ru
                              "options: tune_in_background takes tune_on_miss");
         o.tune_in_background = true;
       }
+      if (size >= offsetof(ktune_runtime_options, strict_fp32) + sizeof(int))
+        o.strict_fp32 = options->strict_fp32 != 0;
     }
     *out = new ktune_runtime{ktune::Runtime(std::move(o))};
   });

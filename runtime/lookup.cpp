@@ -37,12 +37,15 @@ namespace {
 // Measured on `problem` itself (`measured_here`), it is used as it was measured where it is valid:
 // what runs is what was timed (adapt had re-split a skinny GEMM's k, for 99 of the 160 shipped
 // skinny winners on their own problems).
+// Held to `only` (lookup_config's), before and after adapting.
 std::optional<Config> usable(const Config& normalized, const Family& family, const Problem& problem,
-                             const DeviceLimits& limits, bool measured_here = false) {
+                             const DeviceLimits& limits, const ParamValues& only,
+                             bool measured_here = false) {
   try {
+    if (!within(normalized, only)) return std::nullopt;
     family.check_config(normalized);
     Config c = as_measured_or_adapted(family, normalized, measured_here, problem, limits);
-    if (!family.reject(c, problem, limits).empty()) return std::nullopt;
+    if (!within(c, only) || !family.reject(c, problem, limits).empty()) return std::nullopt;
     return c;
   } catch (const Error&) {
     return std::nullopt;  // a row from an older parameter space: skip it
@@ -51,14 +54,15 @@ std::optional<Config> usable(const Config& normalized, const Family& family, con
 
 // The configuration of a stored row, if it is valid for `problem` (whose key is `key`) here.
 std::optional<Config> usable(const ResultRecord& row, const Family& family, const Problem& problem,
-                             const std::string& key, const DeviceLimits& limits) {
+                             const std::string& key, const DeviceLimits& limits,
+                             const ParamValues& only) {
   Config c;
   try {
     c = family.normalize(parse_config(row.config));
   } catch (const Error&) {
     return std::nullopt;
   }
-  return usable(c, family, problem, limits, row.problem == key);
+  return usable(c, family, problem, limits, only, row.problem == key);
 }
 
 LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
@@ -122,7 +126,7 @@ std::optional<LookupResult> predicted(const Measurements& measured,
                                       const std::vector<std::string>& keys,
                                       const std::vector<Nearby>& nearby, OtherDevice other_device,
                                       const Family& family, const Problem& problem,
-                                      const DeviceInfo& device) {
+                                      const DeviceInfo& device, const ParamValues& only) {
   using MeasuredRow = Measurements::Row;
   const std::vector<MeasuredRow>& rows = measured.rows;
   struct Measurement {
@@ -199,12 +203,14 @@ std::optional<LookupResult> predicted(const Measurements& measured,
   std::sort(nearest.begin(), nearest.end(),
             [](const Measurement& a, const Measurement& b) { return a.row < b.row; });
   for (const Measurement* m = nearest.data(); m != nearest.data() + nearest.size(); ++m) {
-    auto adapted = usable(*m->measured, family, problem, device.limits);
+    auto adapted = usable(*m->measured, family, problem, device.limits, only);
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
     candidates.insert(candidates.begin(), std::move(*adapted));
     for (const Config& c : candidates) {
-      if (&c != &candidates.front() && !family.reject(c, problem, device.limits).empty()) continue;
+      if (&c != &candidates.front() &&
+          (!within(c, only) || !family.reject(c, problem, device.limits).empty()))
+        continue;
       const auto ms =
           family.predict_ms(*m->measured, *m->tuned, m->row->time_median_ms, c, problem, device);
       if (!ms) continue;
@@ -242,7 +248,7 @@ std::optional<LookupResult> predicted(const Measurements& measured,
 }  // namespace
 
 LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
-                           const Problem& problem, bool predict) {
+                           const Problem& problem, bool predict, const ParamValues& only) {
   const DeviceLimits& limits = device.limits;
   if (db) {
     const std::string hash = family.template_hash();
@@ -256,7 +262,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     //    whole lookup costs well under a millisecond this way).
     for (const auto& row : db->best_results_for_problem(family.name(), hash, key, device, 16))
       if (same_device(row))
-        if (auto c = usable(row, family, problem, key, limits))
+        if (auto c = usable(row, family, problem, key, limits, only))
           return from_row(LookupStep::kExact, row, *c);
     // The problems measured with this template, which both steps below start from.
     const std::vector<std::string> measured_keys = db->measured_problems(family.name(), hash);
@@ -284,17 +290,35 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       std::optional<ResultRecord> found;
       std::optional<Config> config;
       double best_distance = std::numeric_limits<double>::infinity();
+      // Each problem's best row per device; held to `only`, every row, the best usable one
+      // answering (the best row alone may be one outside it).
+      auto rows_of = [&](std::string_view tuned) {
+        if (only.empty()) return db->best_results(family.name(), hash, 0, std::string(tuned));
+        ResultFilter filter;
+        filter.family = family.name();
+        filter.problem = std::string(tuned);
+        filter.ok_only = true;
+        std::vector<ResultRecord> rows = db->results(filter);
+        std::erase_if(rows, [&](const ResultRecord& r) { return r.template_hash != hash; });
+        std::stable_sort(rows.begin(), rows.end(),
+                         [](const ResultRecord& a, const ResultRecord& b) {
+                           return std::pair(a.origin == "shipped", a.time_median_ms) <
+                                  std::pair(b.origin == "shipped", b.time_median_ms);
+                         });
+        return rows;
+      };
       for (const auto& [base, tuned] : order) {
         if (base > best_distance) break;
-        for (ResultRecord& row : db->best_results(family.name(), hash, 0, std::string(tuned))) {
+        for (ResultRecord& row : rows_of(tuned)) {
           if (row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor)
             continue;
           const double d = base + (same_device(row) ? 0.0 : kOtherDevice);
+          // (Equal: a slower row of the same problem and device.)
           if (d > best_distance ||
               (d == best_distance && found &&
-               std::tie(found->device_id, found->problem) < std::tie(row.device_id, row.problem)))
+               std::tie(found->device_id, found->problem) <= std::tie(row.device_id, row.problem)))
             continue;
-          if (auto c = usable(row, family, problem, key, limits)) {
+          if (auto c = usable(row, family, problem, key, limits, only)) {
             best_distance = d;
             found = std::move(row);
             config = std::move(c);
@@ -351,7 +375,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         return row.device->cc_major != limits.cc_major || row.device->cc_minor != limits.cc_minor;
       });
       auto other_device = [&](const DeviceRecord& d) { return !same_gpu(d); };
-      if (auto r = predicted(measured, keys, nearby, other_device, family, problem, device))
+      if (auto r = predicted(measured, keys, nearby, other_device, family, problem, device, only))
         return *r;
     }
     // 3. and 4. the nearest tuned problem of this device (nearest), or of another GPU of its
@@ -361,7 +385,8 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
   // 5. built-in default, valid for every problem
   LookupResult r;
   r.step = LookupStep::kDefault;
-  r.config = family.default_config(problem, limits);
+  r.config = only.empty() ? family.default_config(problem, limits)
+                          : family.default_config_within(problem, limits, only);
   r.unit = family.metric_unit();
   return r;
 }

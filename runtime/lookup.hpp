@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "families/family.hpp"
 #include "ktune/ktune.hpp"
 #include "platform/device.hpp"
 #include "platform/problem.hpp"
@@ -13,7 +14,6 @@
 namespace ktune {
 
 class Database;
-class Family;
 
 struct LookupResult {
   LookupStep step = LookupStep::kDefault;
@@ -29,9 +29,12 @@ struct LookupResult {
 // Walks the chain for one problem. Every answer is checked valid for the problem on this device
 // (parameter space, constraints) before it is returned; invalid or stale rows are skipped.
 // `db` may be null (no database: the default answers).
-// `predict` false skips the predicted step (Options::predict).
+// `predict` false skips the predicted step (Options::predict). `only`: every answer holds these
+// parameters to their values (rows that do not are skipped; the default is
+// Family::default_config_within): Options::strict_fp32.
 LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
-                           const Problem& problem, bool predict = true);
+                           const Problem& problem, bool predict = true,
+                           const ParamValues& only = {});
 
 Choice to_choice(const LookupResult& r, const Family& family, const Problem& problem);
 

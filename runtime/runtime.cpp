@@ -123,6 +123,10 @@ struct Runtime::Impl {
     if (options.tune_on_miss && !options.use_database)
       throw Error(ErrorCode::kInvalidArgument,
                   "Options::tune_on_miss needs a writable database, and use_database is false");
+    if (options.strict_fp32 && options.allow_tf32)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "Options::strict_fp32 and Options::allow_tf32 exclude each other: TF32 rounds "
+                  "every input to 10 bits of mantissa");
     // The database opens on another thread while the device is read: each took about 0.9 ms of
     // an H200's Runtime construction (the device's two clock rates alone 0.88 ms of the driver's
     // time; Device now reads them on a thread of its own, for the first lookup). Not before the
@@ -265,11 +269,11 @@ struct Runtime::Impl {
     LookupResult choice;
     {
       std::lock_guard lock(tune_mutex);
-      choice = lookup_config(db.get(), device->info(), family, problem, options.predict);
+      choice = lookup(family, problem);
       if (choice.step != LookupStep::kExact) {
         options.tune_on_miss->tune(options.device, db->path(), family.name(), problem.key());
         device->make_current();
-        choice = lookup_config(db.get(), device->info(), family, problem, options.predict);
+        choice = lookup(family, problem);
       }
     }
     Entry fresh = make_entry(family, problem, std::move(choice));
@@ -296,20 +300,26 @@ struct Runtime::Impl {
       std::fprintf(stderr, "ktune: warning: %s\n", message.c_str());
   }
 
+  // The lookup chain under this runtime's options: its predicted step, and with strict_fp32
+  // only the configurations that compute in the problem's own precision.
+  LookupResult lookup(const Family& family, const Problem& problem) const {
+    return lookup_config(db.get(), device->info(), family, problem, options.predict,
+                         options.strict_fp32 ? family.strict_precision(problem) : ParamValues{});
+  }
+
   LookupResult choose(const Family& family, const Problem& problem) {
-    LookupResult choice = lookup_config(db.get(), device->info(), family, problem, options.predict);
+    LookupResult choice = lookup(family, problem);
     if (choice.step == LookupStep::kExact || !options.tune_on_miss) return choice;
     if (options.tune_in_background) {
       queue_for_tuning(family.name() + "|" + problem.key(), family, problem);
       return choice;  // answered now; tuned by the background thread
     }
     std::lock_guard lock(tune_mutex);
-    choice = lookup_config(db.get(), device->info(), family, problem,
-                           options.predict);  // another thread's run?
+    choice = lookup(family, problem);  // another thread's run?
     if (choice.step == LookupStep::kExact) return choice;
     options.tune_on_miss->tune(options.device, db->path(), family.name(), problem.key());
     device->make_current();
-    return lookup_config(db.get(), device->info(), family, problem, options.predict);
+    return lookup(family, problem);
   }
 
   Entry make_entry(const Family& family, const Problem& problem, LookupResult choice) {
@@ -942,9 +952,7 @@ Choice Runtime::explain(const std::string& family_name, const std::string& probl
       return c;
     }
   }
-  return to_choice(lookup_config(impl_->db.get(), impl_->device->info(), family, problem,
-                                 impl_->options.predict),
-                   family, problem);
+  return to_choice(impl_->lookup(family, problem), family, problem);
 }
 
 void Runtime::wait_for_tuning() { impl().wait_for_tuning(); }

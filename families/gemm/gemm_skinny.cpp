@@ -152,6 +152,24 @@ class GemmSkinnyFamily final : public Family {
     return rules_.default_config(skinny_of(p), p.size("align"), types_of(dtype_bytes(p)), limits);
   }
 
+  // Held off the tensor cores (MMA 0 only), the FMA kernel the default takes without them.
+  Config default_config_within(const Problem& p, const DeviceLimits& limits,
+                               const ParamValues& only) const override {
+    if (only.count("MMA") && !within({{"MMA", 1}}, only)) {
+      Config c = rules_.default_config(skinny_of(p), p.size("align"), types_of(dtype_bytes(p)),
+                                       limits, /*tensor_cores=*/false);
+      if (within(c, only)) return c;
+    }
+    return Family::default_config_within(p, limits, only);
+  }
+
+  // f32 on the tensor cores is 3xTF32: each product's error is about 2^-21 of |a b|, not FP32's
+  // 2^-24 (docs/GEMM.md, "f32 skinny shapes on the tensor cores: 3xTF32").
+  ParamValues strict_precision(const Problem& p) const override {
+    if (dtype_bytes(p) == 4) return {{"MMA", {0}}};
+    return {};
+  }
+
   std::unique_ptr<Workload> make_workload(const Problem& p, const Device& device,
                                           KernelCache& cache) const override {
     validate(p);
@@ -419,7 +437,7 @@ Config Rules::adapt(const Config& config, const Geometry& s, std::int64_t align,
 }
 
 Config Rules::default_config(const Geometry& s, std::int64_t align, const Types& t,
-                             const DeviceLimits& limits) const {
+                             const DeviceLimits& limits, bool tensor_cores) const {
   std::int64_t rows = 1;
   if (s.x_kcontig)
     while (rows < 8 && rows * 2 * s.n <= (t.acc_bytes == 4 ? 32 : 16) && rows * 2 < 2 * s.m)
@@ -433,7 +451,7 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
   if (s.x_kcontig && t.threads_fit_k)
     while (threads > 64 && threads / 2 * std::min<std::int64_t>(align, x_vec) >= s.k) threads /= 2;
   const bool f64 = t.in_bytes == 8 && t.acc_bytes == 8, f32 = t.in_bytes == 4 && t.acc_bytes == 4;
-  if (extended_ && s.x_kcontig && ((f64 && s.n >= 4) || (f32 && s.n >= 9)) &&
+  if (extended_ && tensor_cores && s.x_kcontig && ((f64 && s.n >= 4) || (f32 && s.n >= 9)) &&
       limits.cc_major >= 8) {
     // f64 with 4 to 16 columns: the tensor-core kernel, as its winners on an H200 (0.9 to 1.4 x
     // cuBLAS where the FMA kernels reached 0.5 to 0.8): 8 warps of one tile, 4 slabs in flight.

@@ -77,9 +77,9 @@ class Rules {
   Config adapt(const Config& config, const Geometry& s, std::int64_t align, const Types& t,
                const DeviceLimits& limits) const;
   // Wide loads; for the dot kernel as many rows per block as half the registers' budget allows;
-  // k split to fill the GPU.
+  // k split to fill the GPU. `tensor_cores` false: the FMA kernels only (MMA 0).
   Config default_config(const Geometry& s, std::int64_t align, const Types& t,
-                        const DeviceLimits& limits) const;
+                        const DeviceLimits& limits, bool tensor_cores = true) const;
 
  private:
   Config fill_split(Config c, const Geometry& s, std::int64_t align, const Types& t,

@@ -60,8 +60,15 @@ struct Options {
   bool predict = true;
   // gemm() of float arrays runs on the tensor cores as TF32 (10 bits of mantissa, fp32
   // accumulation: gemm_ex with kTF32) on GPUs that have them (sm_80 and later), as PyTorch's
-  // allow_tf32 and cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32; false: FP32 on the FMA units.
+  // allow_tf32 and cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32; false: FP32 (see strict_fp32).
   bool allow_tf32 = false;
+  // gemm() of float arrays computes every product and sum in FP32 on the FMA units, as cuBLAS's
+  // default math (and PyTorch's float32_matmul_precision "highest"). false: a product with m or n
+  // of 9 to 16 may run on the tensor cores as 3xTF32 where that was faster (each operand split
+  // in two TF32 parts, three products; about 2^-21 of |a b| lost per product where FP32 rounds to
+  // 2^-24; within FP32 GEMM's error bound, which every tuned candidate is verified against).
+  // Excludes allow_tf32 (Error kInvalidArgument).
+  bool strict_fp32 = false;
 };
 
 // Tunes one problem at its first call (Options::tune_on_miss). The runtime does not depend on

@@ -43,11 +43,14 @@ class Runtime:
     stored for later calls and processes; that first call waits for it, unless
     tune_in_background=True: then it is answered at once (as without tuning) while a thread of
     the runtime tunes the problem, and later calls run the tuned kernel once it is stored
-    (wait_for_tuning() returns when every queued problem is done)."""
+    (wait_for_tuning() returns when every queued problem is done). strict_fp32=True: float32
+    products compute every product and sum in FP32 on the FMA units, as cuBLAS's default math
+    (torch's float32_matmul_precision "highest"); by default one with m or n of 9 to 16 may run
+    on the tensor cores as 3xTF32 where that was faster (within FP32 GEMM's error bound)."""
 
     def __init__(self, device=0, database=None, family_files=(), use_database=True,
                  tune_on_miss=False, tune_max_evals=0, tune_max_seconds=0.0,
-                 tune_in_background=False):
+                 tune_in_background=False, strict_fp32=False):
         h = lib()
         options = RuntimeOptions()
         options.size = ctypes.sizeof(RuntimeOptions)
@@ -65,6 +68,7 @@ class Runtime:
         options.tune_max_evals = tune_max_evals
         options.tune_max_seconds = float(tune_max_seconds)
         options.tune_in_background = 1 if tune_in_background else 0
+        options.strict_fp32 = 1 if strict_fp32 else 0
         handle = ctypes.c_void_p()
         check(h.ktune_runtime_create(ctypes.byref(options), ctypes.byref(handle)))
         self._handle = handle

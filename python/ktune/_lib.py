@@ -28,7 +28,8 @@ class RuntimeOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("database", ctypes.c_char_p), ("device", ctypes.c_int),
                 ("no_database", ctypes.c_int), ("family_files", ctypes.c_char_p),
                 ("tune_on_miss", ctypes.c_int), ("tune_max_evals", ctypes.c_uint),
-                ("tune_max_seconds", ctypes.c_double), ("tune_in_background", ctypes.c_int)]
+                ("tune_max_seconds", ctypes.c_double), ("tune_in_background", ctypes.c_int),
+                ("strict_fp32", ctypes.c_int)]
 
 
 class Axis(ctypes.Structure):

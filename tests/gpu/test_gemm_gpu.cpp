@@ -501,6 +501,38 @@ TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {
         << r.problem << " " << r.config << ": " << r.status << " " << r.message;
 }
 
+// Options::strict_fp32: f32 products of 9 to 16 columns run the FMA kernels, not 3xTF32, and
+// compute the right result in every op and layout; without it the default is the 3xTF32 kernel.
+TEST_F(GemmGpu, StrictFp32RunsTheFmaKernels) {
+  KTUNE_REQUIRE_GPU();
+  Options strict = defaults();
+  strict.strict_fp32 = true;
+  Runtime rt(strict), fast(defaults());
+  const std::string key = gemm_skinny_problem("f32", false, false, 12, 4096, 4096, 4).key();
+  std::uint64_t seed = 7000;
+  Case c;
+  c.m = 12, c.n = 4096, c.k = 4096;
+  run_case<float>(rt, c, ++seed);
+  run_case<float>(fast, c, ++seed);
+  const Choice held = rt.explain("gemm_skinny", key), unheld = fast.explain("gemm_skinny", key);
+  EXPECT_EQ(held.step, LookupStep::kCache);  // the call above ran it
+  EXPECT_EQ(parse_config(held.config).at("MMA"), 0) << held.config;
+  EXPECT_EQ(parse_config(unheld.config).at("MMA"), 1) << unheld.config;
+  for (Layout layout : {Layout::kColMajor, Layout::kRowMajor})
+    for (Op oa : {Op::kN, Op::kT})
+      for (Op ob : {Op::kN, Op::kT})
+        for (std::int64_t small : {9, 16}) {
+          Case s;
+          s.layout = layout, s.op_a = oa, s.op_b = ob;
+          s.m = small, s.n = 2049, s.k = 3001;
+          s.beta = small == 9 ? 0.5 : 0.0;
+          run_case<float>(rt, s, ++seed);
+          std::swap(s.m, s.n);
+          run_case<float>(rt, s, ++seed);
+          if (HasFatalFailure()) return;
+        }
+}
+
 // The skinny kernels (m or n at most 16) through the runtime's defaults: every op, layout and
 // orientation, short and long k (split by the default), beta over C and beta = 0 over NaN,
 // padded leading dimensions and misaligned pointers.

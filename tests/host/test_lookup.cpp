@@ -488,6 +488,49 @@ TEST_F(Lookup, SkinnyTensorCoreProblemsFindTheirKernelInAnySpelling) {
 // split for the problem afresh (fill_split), which on the winner's own problem can differ from
 // the split that won: 99 of the 160 shipped skinny winners ran re-split on their own problems.
 // Another problem still gets the winner adapted (a database built here; no GPU).
+// Options::strict_fp32: an f32 skinny product held to the FMA kernels (MMA 0) takes the best row
+// that is one, through each step, and a default that is one; f64 is not held.
+TEST_F(Lookup, StrictPrecisionHoldsEveryStepToTheFmaKernels) {
+  const Family& f = find_family("gemm_skinny");
+  const Problem tuned = gemm_skinny_problem("f32", false, false, 12, 4096, 4096, 4);
+  const ParamValues strict = f.strict_precision(tuned);
+  ASSERT_EQ(strict, (ParamValues{{"MMA", {0}}}));
+  EXPECT_TRUE(
+      f.strict_precision(gemm_skinny_problem("f64", false, false, 12, 4096, 4096, 2)).empty());
+  // The default of 12 columns is the 3xTF32 kernel; held, an FMA kernel valid for the problem.
+  const Config fast = f.default_config(tuned, h100_.limits);
+  ASSERT_EQ(fast.at("MMA"), 1);
+  const Config fma = f.default_config_within(tuned, h100_.limits, strict);
+  EXPECT_EQ(fma.at("MMA"), 0);
+  EXPECT_EQ(f.reject(fma, tuned, h100_.limits), "");
+  LookupResult none = lookup_config(db_.get(), h100_, f, tuned, true, strict);
+  EXPECT_EQ(none.step, LookupStep::kDefault);
+  EXPECT_EQ(none.config, fma);
+  // Rows of both kinds, the tensor-core one faster.
+  put_row(f, h100_, tuned.key(), to_string(fast), 0.05, 2.0, "TFLOPS");
+  put_row(f, h100_, tuned.key(), to_string(fma), 0.08, 1.2, "TFLOPS");
+  LookupResult best = lookup_config(db_.get(), h100_, f, tuned);
+  EXPECT_EQ(best.step, LookupStep::kExact);
+  EXPECT_EQ(best.config.at("MMA"), 1);
+  LookupResult held = lookup_config(db_.get(), h100_, f, tuned, true, strict);
+  EXPECT_EQ(held.step, LookupStep::kExact);
+  EXPECT_EQ(held.config, fma);
+  // Another problem: the nearest row that is an FMA kernel, adapted.
+  const Problem other = gemm_skinny_problem("f32", false, false, 12, 4096, 8192, 4);
+  LookupResult near = lookup_config(db_.get(), h100_, f, other, true, strict);
+  EXPECT_EQ(near.step, LookupStep::kNearest);
+  EXPECT_EQ(near.config.at("MMA"), 0);
+  // Only tensor-core rows: the default, not a row outside what is held.
+  db_ = std::make_unique<Database>(dir_.file("only_mma.db"));
+  put_row(f, h100_, tuned.key(), to_string(fast), 0.05, 2.0, "TFLOPS");
+  EXPECT_EQ(lookup_config(db_.get(), h100_, f, tuned, true, strict).step, LookupStep::kDefault);
+  // The base rule (a family with no default of its own within): the held values, if valid.
+  const Family& gemm = find_family("gemm");
+  const Problem square = gemm_problem("f64", false, false, 1024, 1024, 1024, 2);
+  EXPECT_EQ(gemm.default_config_within(square, h100_.limits, {{"MMA", {0}}}).at("MMA"), 0);
+  EXPECT_THROW(gemm.default_config_within(square, h100_.limits, {{"BM", {8}}}), Error);
+}
+
 TEST_F(Lookup, AProblemsOwnWinnerRunsAsMeasured) {
   const Family& f = find_family("gemm_skinny");
   const Problem tuned = gemm_skinny_problem("f64", false, false, 12, 4096, 4096, 2);

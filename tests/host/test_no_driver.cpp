@@ -27,6 +27,21 @@ TEST(NoDriver, RuntimeReportsNoDriverOrDevice) {
   }
 }
 
+// Options that exclude each other are refused before the device is looked for: the same error
+// with a driver or without.
+TEST(NoDriver, StrictFp32AndTf32ExcludeEachOther) {
+  Options o;
+  o.strict_fp32 = true;
+  o.allow_tf32 = true;
+  try {
+    Runtime rt(o);
+    FAIL() << "a Runtime took strict_fp32 with allow_tf32";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exclude each other"), std::string::npos) << e.what();
+  }
+}
+
 // gemm() takes bf16 and fp16 pointers as CUDA's headers define them (C of their type or float):
 // these casts compile only if the overloads exist with those types.
 using Bf16Gemm = void (Runtime::*)(Layout, Op, Op, std::int64_t, std::int64_t, std::int64_t, float,
