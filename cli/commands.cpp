@@ -682,7 +682,8 @@ std::string runtime_family_of(const Family& family, const Problem& p) {
 }  // namespace
 
 int cmd_explain(const Common& common, const std::string& family_name,
-                const std::string& problem_key, const std::string& gpu, const std::string& arch) {
+                const std::string& problem_key, const std::string& gpu, const std::string& arch,
+                bool strict_fp32) {
   // The problem is checked before the GPU is touched, so a typo is a usage error everywhere.
   const Family& family = find_family(family_name);
   const Problem problem = family.parse_problem(problem_key);
@@ -723,12 +724,16 @@ int cmd_explain(const Common& common, const std::string& family_name,
       device.limits = *arch_limits;  // no GPU of this name: the same-arch step answers
     }
     c = timed([&] {
-      return to_choice(lookup_config(db.get(), device, family, problem), family, problem);
+      return to_choice(
+          lookup_config(db.get(), device, family, problem, true,
+                        strict_fp32 ? family.strict_precision(problem) : ParamValues{}),
+          family, problem);
     });
   } else {
     Options options;
     options.database = common.resolved_db();
     options.device = common.device;
+    options.strict_fp32 = strict_fp32;
     Runtime runtime(options);
     c = timed([&] { return runtime.explain(family_name, problem_key); });
     answered_from = runtime.database_path();

@@ -112,9 +112,11 @@ int cmd_query(const Common& common, const std::string& family, const std::string
 int cmd_check(const std::string& arch, const std::string& family, unsigned jobs, bool verbose,
               bool exhaustive, bool quiet = false);
 // Without `gpu` and `arch`: the Runtime on --device answers. With either: the lookup chain for a
-// GPU the database knows by name, or for an architecture, without a GPU.
+// GPU the database knows by name, or for an architecture, without a GPU. `strict_fp32`: as a
+// runtime with Options::strict_fp32 answers.
 int cmd_explain(const Common& common, const std::string& family, const std::string& problem,
-                const std::string& gpu = "", const std::string& arch = "");
+                const std::string& gpu = "", const std::string& arch = "",
+                bool strict_fp32 = false);
 int cmd_bench_runtime(const Common& common, const std::string& csv);
 // ktune bench NAME for a family file's family: its tuned configuration against its default one,
 // and, for a GB/s metric, cudaMemcpy moving the same bytes.

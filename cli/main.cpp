@@ -529,6 +529,7 @@ int main(int argc, char** argv) {
   strategies->add_option("--csv", replay_csv, "also write the table to this CSV file");
 
   std::string explain_family, explain_problem, explain_gpu, explain_arch;
+  bool explain_strict = false;
   auto* explain =
       app.add_subcommand("explain", "which configuration a problem gets, from which lookup step");
   add_common(explain, common);
@@ -545,6 +546,9 @@ int main(int argc, char** argv) {
       "--arch", explain_arch,
       "answer for a GPU of this architecture (e.g. sm_90) without a GPU here: the best of the "
       "same architecture, else the default");
+  explain->add_flag("--strict-fp32", explain_strict,
+                    "answer as a runtime with Options::strict_fp32 does: f32 GEMM on the FMA "
+                    "units only (no 3xTF32 kernel for 9 to 16 columns)");
   explain_gpu_opt->excludes(explain_arch_opt)->excludes("--device");
   explain_arch_opt->excludes("--device");
   explain->footer(kExitCodes);
@@ -871,7 +875,8 @@ int main(int argc, char** argv) {
       code = cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive,
                        common.quiet);
     } else if (explain->parsed()) {
-      code = cmd_explain(common, explain_family, explain_problem, explain_gpu, explain_arch);
+      code = cmd_explain(common, explain_family, explain_problem, explain_gpu, explain_arch,
+                         explain_strict);
     } else if (report->parsed()) {
       code = cmd_report(common, report_run, report_output);
     } else if (strategies->parsed()) {

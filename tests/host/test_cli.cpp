@@ -10,6 +10,7 @@
 #include "platform/driver.hpp"
 #include "run_cli.hpp"
 #include "synthetic_recording.hpp"
+#include "temp_dir.hpp"
 
 namespace ktune {
 namespace {
@@ -159,6 +160,29 @@ TEST(Cli, BenchRandomShapesWithoutADriverExitsThreeAndCreatesNothing) {
   auto r = run_cli({"bench", "gemm", "--random-shapes", "4", "--keep-db", dir.file("old.db")});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--keep-db"), std::string::npos) << r.err;
+}
+
+// explain --strict-fp32 answers as a runtime with Options::strict_fp32: the shipped winner of an
+// f32 product of 12 columns is the 3xTF32 kernel, which it passes over for an FMA one. Nothing
+// is created where the database is missing.
+TEST(Cli, ExplainStrictFp32HoldsF32SkinnyProductsToTheFmaKernels) {
+  testing::TempDir dir;
+  const std::string db = dir.file("none.db");
+  auto config_of = [](const std::string& out) {
+    const auto at = out.find("config");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  for (bool strict : {false, true}) {
+    std::vector<std::string> args = {
+        "explain", "gemm_skinny", "align=4;dtype=f32;k=4096;m=12;n=4096;op=nn",
+        "--arch",  "sm_90",       "--db",
+        db};
+    if (strict) args.push_back("--strict-fp32");
+    auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(config_of(r.out).find(strict ? "MMA=0" : "MMA=1"), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db));
 }
 
 TEST(Cli, CheckCompilesEveryVariantOfEveryFamilyForSm90) {
