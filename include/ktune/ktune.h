@@ -69,17 +69,17 @@ typedef struct ktune_runtime ktune_runtime;
  * ktune can tell which fields a caller knows), then set what differs from the defaults. */
 typedef struct ktune_runtime_options {
   size_t size;
-  const char* database;     /* NULL or "": $KTUNE_DB, else ~/.cache/ktune/tuning.db */
-  int device;               /* CUDA device ordinal */
-  int no_database;          /* nonzero: built-in defaults only, no database opened */
+  const char* database; /* NULL or "": $KTUNE_DB, else ~/.cache/ktune/tuning.db */
+  int device;           /* CUDA device ordinal */
+  int no_database;      /* nonzero: built-in defaults only, no database opened */
   const char* family_files; /* NULL, or family files separated by ':' */
   /* Nonzero: a problem the database has no exact result for is tuned at its first call (within
    * the budget below, into the database; later calls and processes use the result). Needs a
    * database (no_database 0) and a libktune built with the tuner (KTUNE_ERROR_UNSUPPORTED
    * otherwise). The call that misses waits for the tuning. */
   int tune_on_miss;
-  unsigned tune_max_evals; /* candidates per missed problem; 0: 32 */
-  double tune_max_seconds; /* wall time per missed problem, compiles included; 0: 10 */
+  unsigned tune_max_evals;  /* candidates per missed problem; 0: 32 */
+  double tune_max_seconds;  /* wall time per missed problem, compiles included; 0: 10 */
   /* Nonzero (with tune_on_miss): the call that misses is answered at once, as without
    * tune_on_miss, and a thread of the runtime tunes the problem; later calls run the tuned kernel
    * once it is stored. No call waits (ktune_runtime_destroy waits for the run in progress). */
@@ -105,23 +105,25 @@ KTUNE_C_EXPORT void ktune_runtime_destroy(ktune_runtime* runtime);
 
 /* C = alpha * op(A) * op(B) + beta * C with BLAS semantics, as Runtime::gemm. */
 KTUNE_C_EXPORT ktune_status ktune_sgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
-                                        int64_t m, int64_t n, int64_t k, float alpha,
-                                        const float* a, int64_t lda, const float* b, int64_t ldb,
-                                        float beta, float* c, int64_t ldc, ktune_stream stream);
+                                        int64_t m, int64_t n, int64_t k,
+                                        float alpha, const float* a, int64_t lda, const float* b,
+                                        int64_t ldb, float beta, float* c, int64_t ldc,
+                                        ktune_stream stream);
 KTUNE_C_EXPORT ktune_status ktune_dgemm(ktune_runtime* rt, int layout, int op_a, int op_b,
-                                        int64_t m, int64_t n, int64_t k, double alpha,
-                                        const double* a, int64_t lda, const double* b, int64_t ldb,
-                                        double beta, double* c, int64_t ldc, ktune_stream stream);
+                                        int64_t m, int64_t n, int64_t k,
+                                        double alpha, const double* a, int64_t lda,
+                                        const double* b, int64_t ldb, double beta, double* c,
+                                        int64_t ldc, ktune_stream stream);
 
 /* A and B of ab_type (KTUNE_DTYPE_BF16, _F16, or _TF32: float arrays) on the tensor cores, C of
  * c_type (KTUNE_DTYPE_F32, or ab_type for the 16-bit types), as Runtime::gemm_ex: sm_80 or later
  * (else KTUNE_UNSUPPORTED), any op; operands not aligned to 16 bytes are copied into aligned
  * scratch first, TF32 operands that are not k-contiguous transposed into scratch first. */
 KTUNE_C_EXPORT ktune_status ktune_gemm_ex(ktune_runtime* rt, int layout, int op_a, int op_b,
-                                          int64_t m, int64_t n, int64_t k, float alpha, int ab_type,
-                                          const void* a, int64_t lda, const void* b, int64_t ldb,
-                                          float beta, int c_type, void* c, int64_t ldc,
-                                          ktune_stream stream);
+                                          int64_t m, int64_t n, int64_t k, float alpha,
+                                          int ab_type, const void* a, int64_t lda, const void* b,
+                                          int64_t ldb, float beta, int c_type, void* c,
+                                          int64_t ldc, ktune_stream stream);
 
 /* `batch` products as ktune_gemm_ex in one launch (cublasGemmStridedBatchedEx): matrix i of A, B
  * and C starts stride_a, stride_b, stride_c elements after matrix i - 1 (Runtime::
@@ -149,8 +151,8 @@ KTUNE_C_EXPORT ktune_status ktune_histogram_u8(ktune_runtime* rt, const uint8_t*
                                                ktune_stream stream);
 KTUNE_C_EXPORT ktune_status ktune_histogram_even_u8(ktune_runtime* rt, const uint8_t* samples,
                                                     size_t n, int bins, uint8_t lower,
-                                                    uint8_t upper, uint32_t* counts, int accumulate,
-                                                    ktune_stream stream);
+                                                    uint8_t upper, uint32_t* counts,
+                                                    int accumulate, ktune_stream stream);
 KTUNE_C_EXPORT ktune_status ktune_histogram_even_u16(ktune_runtime* rt, const uint16_t* samples,
                                                      size_t n, int bins, uint16_t lower,
                                                      uint16_t upper, uint32_t* counts,
