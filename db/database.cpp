@@ -1012,8 +1012,8 @@ std::pair<std::int64_t, std::int64_t> Database::result_volume() {
 
 std::vector<ResultRecord> Database::best_results(const std::string& family,
                                                  const std::string& template_hash,
-                                                 std::int64_t device_id,
-                                                 const std::string& problem) {
+                                                 std::int64_t device_id, const std::string& problem,
+                                                 int per_problem) {
   std::vector<ResultRecord> out;
   try {
     // The filters go inside the window, so that it ranks only the rows asked for (through the
@@ -1029,9 +1029,9 @@ std::vector<ResultRecord> Database::best_results(const std::string& family,
         "template_hash, problem "
         "ORDER BY (origin = 'shipped'), time_median_ms, id) AS rank FROM results "
         "WHERE " +
-        where +
-        ") r JOIN devices d ON d.id = r.device_id WHERE r.rank = 1"
-        " ORDER BY r.family, r.device_id, r.problem";
+        where + ") r JOIN devices d ON d.id = r.device_id" +
+        (per_problem > 0 ? " WHERE r.rank <= " + std::to_string(per_problem) : std::string()) +
+        " ORDER BY r.family, r.device_id, r.problem, r.rank";
     SQLite::Statement q(*db_, sql);
     if (!family.empty()) q.bind(":family", family);
     if (!template_hash.empty()) q.bind(":hash", template_hash);

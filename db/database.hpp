@@ -201,11 +201,11 @@ class Database final : public BinaryStore {
   std::pair<std::int64_t, std::int64_t> result_volume();
   // Best ok result per (device, family, problem) for the given template hash (all when empty),
   // of one device and one problem where given. The user's own results take precedence over
-  // shipped ones.
+  // shipped ones. `per_problem`: the best that many of each (0: every ok row), best first.
   std::vector<ResultRecord> best_results(const std::string& family,
                                          const std::string& template_hash,
                                          std::int64_t device_id = 0,
-                                         const std::string& problem = "");
+                                         const std::string& problem = "", int per_problem = 1);
   // The problems with an ok result of one family and template hash, in order: from the table of
   // them that triggers keep (schema v5), or in an older file open read-only through the index.
   std::vector<std::string> measured_problems(const std::string& family,

@@ -290,26 +290,13 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       std::optional<ResultRecord> found;
       std::optional<Config> config;
       double best_distance = std::numeric_limits<double>::infinity();
-      // Each problem's best row per device; held to `only`, every row, the best usable one
-      // answering (the best row alone may be one outside it).
-      auto rows_of = [&](std::string_view tuned) {
-        if (only.empty()) return db->best_results(family.name(), hash, 0, std::string(tuned));
-        ResultFilter filter;
-        filter.family = family.name();
-        filter.problem = std::string(tuned);
-        filter.ok_only = true;
-        std::vector<ResultRecord> rows = db->results(filter);
-        std::erase_if(rows, [&](const ResultRecord& r) { return r.template_hash != hash; });
-        std::stable_sort(rows.begin(), rows.end(),
-                         [](const ResultRecord& a, const ResultRecord& b) {
-                           return std::pair(a.origin == "shipped", a.time_median_ms) <
-                                  std::pair(b.origin == "shipped", b.time_median_ms);
-                         });
-        return rows;
-      };
+      // Each problem's best row per device; held to `only`, every row, best first (the best row
+      // alone may be one outside it).
+      const int per_problem = only.empty() ? 1 : 0;
       for (const auto& [base, tuned] : order) {
         if (base > best_distance) break;
-        for (ResultRecord& row : rows_of(tuned)) {
+        for (ResultRecord& row :
+             db->best_results(family.name(), hash, 0, std::string(tuned), per_problem)) {
           if (row.device.cc_major != limits.cc_major || row.device.cc_minor != limits.cc_minor)
             continue;
           const double d = base + (same_device(row) ? 0.0 : kOtherDevice);
