@@ -795,6 +795,15 @@ std::vector<GemmGridShape> gemm_grid() {
       {{150, 300, 2000, N, N}, "general"},
       {{3500, 3500, 8000, N, N}, "general"},
       {{900, 12000, 500, N, T}, "general"},
+      // Small ones, fewer than four waves of 64 x 64 tiles on an H200, where the smallest tiles
+      // (32 x 32 to 64 x 32, two warps) are in the space; added with them, where the presets
+      // stage's lowest shapes were (seeds 20261171 to 20261501: one side of 100 to 400).
+      {{384, 200, 320, T, N}, "general"},
+      {{160, 1500, 320, N, T}, "general"},
+      {{2400, 96, 500, N, T}, "general"},
+      {{120, 4000, 1500, N, N}, "general"},
+      {{700, 900, 2500, T, T}, "general"},
+      {{1300, 300, 4000, N, T}, "general"},
       // Tall and wide.
       {{16384, 2048, 1024, T, N}, "tall-wide"},
       {{96, 12000, 2000, T, T}, "tall-wide"},
@@ -812,6 +821,9 @@ std::vector<GemmGridShape> gemm_grid() {
       {{500, 9000, 20, T, T}, "small-k"},
       {{9000, 9000, 160, T, T}, "small-k"},
       {{2500, 700, 40, N, N}, "small-k"},
+      {{640, 1100, 96, T, T}, "small-k"},
+      {{3600, 256, 100, N, T}, "small-k"},
+      {{300, 2500, 40, T, N}, "small-k"},
       // Huge k: few tiles, k split over the GPU.
       {{32, 32, 65536, N, N}, "huge-k"},
       {{24, 100, 400000, T, T}, "huge-k"},
@@ -820,6 +832,9 @@ std::vector<GemmGridShape> gemm_grid() {
       {{1000, 300, 200000, N, N}, "huge-k"},
       {{64, 600, 40000, T, T}, "huge-k"},
       {{200, 800, 600000, N, T}, "huge-k"},
+      {{800, 800, 300000, N, T}, "huge-k"},
+      {{40, 700, 400000, N, N}, "huge-k"},
+      {{400, 300, 80000, T, T}, "huge-k"},
   };
   // m or n at most 16 (the skinny kernels): matrix-vector, 4, 8, 12 and 16 columns, either side
   // short, every op (4 and 12 added where the nearest of 1 and 8 had answered 3 to 14 columns;
