@@ -238,7 +238,9 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
     } else if (args.family == "gemm" && !args.grid.empty()) {
       for (const GemmGridShape& g : gemm_grid()) {
         const bool skinny = std::string(g.kind) == "skinny";
-        if ((args.grid == "tiled" && skinny) || (args.grid == "skinny" && !skinny)) continue;
+        if ((args.grid != "all" && args.grid != "skinny" && skinny) ||
+            (args.grid == "skinny" && !skinny))
+          continue;
         const GemmShape& s = g.shape;
         Problem p = gemm_call_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, align);
         problems.emplace_back(&find_family(p.family), std::move(p));
@@ -280,6 +282,14 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
   // is free. GPUs of different kinds each tune every problem.
   std::vector<std::unique_ptr<Device>> gpus;
   for (int d : devices) gpus.push_back(std::make_unique<Device>(d));
+  if (args.family == "gemm" && args.grid == "small") {
+    // The tiled shapes whose space holds the smallest tiles on the first GPU given.
+    const int sm_count = gpus.front()->info().limits.sm_count;
+    std::erase_if(problems, [&](const auto& entry) {
+      const Problem& p = entry.second;
+      return !gemm_smallest_tiles_apply(p.size("m"), p.size("n"), sm_count);
+    });
+  }
   std::map<std::string, std::atomic<std::size_t>> next_problem;
   for (const auto& g : gpus) next_problem[g->info().identity()] = 0;
 

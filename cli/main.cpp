@@ -274,11 +274,13 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
                 "tune every shape of the benchmark suite (ktune bench gemm) for --dtype");
   app->add_option("--grid", p.grid,
                   "tune the shape grid the shipped presets were tuned on (docs/GEMM.md, \"The "
-                  "preset grid\") for --dtype: all of it, the tiled shapes alone or the skinny "
-                  "ones (m or n at most 16); with --max-evals/--max-seconds per shape")
+                  "preset grid\") for --dtype: all of it, the tiled shapes alone, the skinny "
+                  "ones (m or n at most 16), or the small tiled ones (fewer than four waves of "
+                  "64 x 64 tiles on the first --device: where the smallest tiles are in the "
+                  "space); with --max-evals/--max-seconds per shape")
       ->expected(0, 1)
       ->default_str("all")
-      ->check(CLI::IsMember({"all", "tiled", "skinny"}));
+      ->check(CLI::IsMember({"all", "tiled", "skinny", "small"}));
 }
 
 void add_tune_options(CLI::App* app, TuneArgs& t) {

@@ -156,6 +156,31 @@ PY
       run_step cross-export "$KTUNE" db export --db "$cdb" --family gemm --own --compact \
         -o "$OUT/cross-gemm.json"
       ;;
+    grid-small)
+      # The small tiled grid shapes (`--grid small`: where the smallest tiles are in the space)
+      # tuned on this GPU, then every winner of the architecture measured on the tiled grid and
+      # the suite where it was not yet (the shipped rows of this GPU count as done), per dtype:
+      # db/presets/nvidia-<gpu>-gemm-{grid,cross}-small.json (docs/GEMM.md, "The smallest tiles
+      # in the presets"). About 250 s of tuning and 250 to 300 s of measuring a dtype on an H200.
+      for d in ${GRID_DTYPES:-f32 f64}; do
+        sdir=$(mktemp -d)
+        run_step "grid-small-$d" "$KTUNE" tune gemm --grid small --dtype "$d" --db "$sdir/grid.db" \
+          --max-evals "${GRID_EVALS:-80}" --max-seconds "${GRID_SECONDS:-5}"
+        run_step "grid-small-export-$d" "$KTUNE" db export --db "$sdir/grid.db" --best --own \
+          --family gemm -o "$OUT/grid-small-$d.json"
+        # The winners as shipped rows of a new database: only its measurements are its own.
+        "$KTUNE" db import --db "$sdir/cross.db" --shipped "$OUT/grid-small-$d.json" -q
+        for what in grid suite; do
+          shapes=(--suite)
+          [ "$what" = grid ] && shapes=(--grid tiled)
+          run_step "cross-small-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" \
+            --db "$sdir/cross.db" --measure-winners --max-evals 0 \
+            --max-seconds "${CROSS_SECONDS:-6}" --repeats 5 --warmup 1
+        done
+        run_step "cross-small-export-$d" "$KTUNE" db export --db "$sdir/cross.db" --family gemm \
+          --own --compact -o "$OUT/cross-small-$d.json"
+      done
+      ;;
     anyshape-tuned)
       # A short tune per shape after the presets (compiles reused across shapes: the tuner's
       # binary cache), then timed again.

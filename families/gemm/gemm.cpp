@@ -249,7 +249,7 @@ class GemmFamily final : public BuiltinFileFamily {
     const bool smallest = bm * bn <= 2048;
     // Where 64 x 64 tiles fill the GPU four times over, the smallest tiles only read A and B
     // more often.
-    if (smallest && ((m + 63) / 64) * ((n + 63) / 64) >= 4 * limits.sm_count)
+    if (smallest && !gemm_smallest_tiles_apply(m, n, limits.sm_count))
       return "tiles of at most 32 x 64 where 64 x 64 tiles fill the GPU four times over";
     if (!smallest && (get(c, "WM") < 32 || get(c, "WN") < 32))
       return "warp tiles of 16 rows or columns are for block tiles of at most 32 x 64";
@@ -762,6 +762,10 @@ std::vector<GemmShape> gemm_suite() {
           {16384, 16384, 64, false, false}, {6000, 32, 6000, false, false},
           {64, 64, 262144, false, false},   {4096, 4096, 4096, false, true},
           {4096, 4096, 4096, true, false},  {4096, 4096, 4096, true, true}};
+}
+
+bool gemm_smallest_tiles_apply(std::int64_t m, std::int64_t n, int sm_count) {
+  return ((m + 63) / 64) * ((n + 63) / 64) < 4 * std::int64_t(sm_count);
 }
 
 std::vector<GemmGridShape> gemm_grid() {

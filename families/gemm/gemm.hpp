@@ -100,6 +100,11 @@ struct GemmGridShape {
 };
 std::vector<GemmGridShape> gemm_grid();
 
+// Whether GEMM's space holds the smallest block tiles (32 x 32 to 64 x 32, two warps) for an
+// m x n output on a GPU of `sm_count` SMs: where 64 x 64 tiles number fewer than four waves.
+// `ktune tune gemm --grid small` is the tiled grid shapes where this holds.
+bool gemm_smallest_tiles_apply(std::int64_t m, std::int64_t n, int sm_count);
+
 // The any-shape benchmark's draw (ktune bench gemm --random-shapes; docs/GEMM.md, "Random shapes
 // for the any-shape benchmark", gives the distribution): n shapes from std::mt19937_64 seeded
 // with `seed`, turned into shapes with integer arithmetic only, so that a seed gives the same

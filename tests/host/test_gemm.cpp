@@ -309,6 +309,20 @@ TEST(GemmGrid, CoversTheSpaceTheIssueAsksFor) {
   // Every op in each part of the space that has more than one shape per op.
   for (const char* kind : {"general", "small-k", "huge-k", "skinny"})
     EXPECT_EQ(ops[kind].size(), 4u) << kind;
+  // `--grid small`: the tiled shapes whose space holds the smallest tiles, on a GPU of 132 SMs
+  // (H100, H200) 35 of them, in every tiled part of the grid.
+  std::set<std::string> small_kinds;
+  int small = 0;
+  for (const auto& g : grid)
+    if (std::string(g.kind) != "skinny" && gemm_smallest_tiles_apply(g.shape.m, g.shape.n, 132))
+      ++small, small_kinds.insert(g.kind);
+  EXPECT_EQ(small, 35);
+  EXPECT_EQ(small_kinds,
+            (std::set<std::string>{"square", "general", "tall-wide", "small-k", "huge-k"}));
+  EXPECT_TRUE(gemm_smallest_tiles_apply(1000, 1000, 132));   // 256 tiles of 64 x 64
+  EXPECT_FALSE(gemm_smallest_tiles_apply(4096, 4096, 132));  // 4096
+  EXPECT_FALSE(gemm_smallest_tiles_apply(1408, 1536, 132));  // 22 x 24 = 528, four waves
+  EXPECT_TRUE(gemm_smallest_tiles_apply(1408, 1472, 132));   // 22 x 23 = 506
   // None of the suite's shapes again: their presets come from the suite.
   for (const auto& s : gemm_suite())
     for (const auto& g : grid)
