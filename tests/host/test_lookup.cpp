@@ -621,10 +621,14 @@ TEST(PredictedOnTheShippedGrid, LeaveOneOutAnswersNearTheBestMeasured) {
             << " answered by a configuration measured there: best / answer geomean " << geomean
             << ", " << below << " below 0.8, worst " << worst << " (" << worst_problem << ")\n";
   // At 4b8b580: 120 problems, 85 known, geomean 0.941, 5 below 0.8, worst 0.58. A model that
-  // predicted every configuration at its own measured time read 0.830, 23 below 0.8.
-  EXPECT_GE(known, 70);
-  EXPECT_GE(geomean, 0.92);
-  EXPECT_LE(below, 8);
+  // predicted every configuration at its own measured time read 0.830, 23 below 0.8. With the
+  // small grid's presets (nvidia-h200-gemm-{grid,cross}-small.json): 144 problems, 99 known,
+  // 0.926, 12 below 0.8 (on the 81 known before and after: 0.942 -> 0.929, 5 -> 9 below); the
+  // any-shape bench on an H200 gained with them on two fresh seeds (docs/GEMM.md, "The smallest
+  // tiles in the presets"), and that is the measure that counts.
+  EXPECT_GE(known, 85);
+  EXPECT_GE(geomean, 0.91);
+  EXPECT_LE(below, 14);
 }
 
 }  // namespace
