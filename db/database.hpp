@@ -142,7 +142,7 @@ struct ResultFilter {
 
 class Database final : public BinaryStore {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
   static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
 
   // kMemory: a private database in memory (path() is a label for messages), created empty.

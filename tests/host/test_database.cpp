@@ -266,7 +266,9 @@ TEST(Database, AVersion4FileGetsTheTableOfMeasuredProblems) {
   ASSERT_EQ(sqlite3_exec(h,
                          "DROP TRIGGER measured_problems_insert; DROP TRIGGER "
                          "measured_problems_update; DROP TRIGGER measured_problems_delete; "
-                         "DROP TABLE measured_problems; PRAGMA user_version=4",
+                         "DROP TABLE measured_problems; DROP INDEX results_measured; "
+                         "CREATE INDEX results_by_problem ON results(family, template_hash, "
+                         "problem, status); PRAGMA user_version=4",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(h);
@@ -280,6 +282,74 @@ TEST(Database, AVersion4FileGetsTheTableOfMeasuredProblems) {
   EXPECT_EQ(db.schema_version(), Database::kSchemaVersion);
   EXPECT_EQ(db.measured_problems("elementwise", "hash1"),
             std::vector<std::string>{"align=16;dtype=f32;n=1024;op=copy"});
+}
+
+// Schema v6: the predicted step's read of a problem's rows is covered by the problem's index
+// (no table page per row). A v5 file reads through its old index read-only, and gets the new one
+// when it opens for writing.
+TEST(Database, AVersion5FileGetsTheCoveringIndexOfMeasurements) {
+  TempDir dir;
+  const std::string path = dir.file("v5.db");
+  auto plan_and_indexes = [&] {
+    sqlite3* h = nullptr;
+    EXPECT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+    std::string out;
+    sqlite3_stmt* q = nullptr;
+    // The query of Database::measurements.
+    sqlite3_prepare_v2(h,
+                       "EXPLAIN QUERY PLAN SELECT id, device_id, config, time_median_ms, metric, "
+                       "unit, origin FROM results WHERE family = 'f' AND template_hash = 'h' AND "
+                       "problem = 'p' AND status = 'ok' ORDER BY id",
+                       -1, &q, nullptr);
+    while (sqlite3_step(q) == SQLITE_ROW)
+      out += reinterpret_cast<const char*>(sqlite3_column_text(q, 3)) + std::string("; ");
+    sqlite3_finalize(q);
+    sqlite3_prepare_v2(h,
+                       "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE "
+                       "'results_%' ORDER BY name",
+                       -1, &q, nullptr);
+    while (sqlite3_step(q) == SQLITE_ROW)
+      out += reinterpret_cast<const char*>(sqlite3_column_text(q, 0)) + std::string(" ");
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return out;
+  };
+  {
+    Database db(path);
+    const std::int64_t dev = db.ensure_device(fake_device());
+    db.put_result(row(dev, "A=2", 2.0));  // first: the rows come in the order they were written
+    db.put_result(row(dev, "A=1", 1.0));
+  }
+  EXPECT_NE(plan_and_indexes().find("USING COVERING INDEX results_measured"), std::string::npos)
+      << plan_and_indexes();
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(h,
+                         "DROP INDEX results_measured; CREATE INDEX results_by_problem ON "
+                         "results(family, template_hash, problem, status); PRAGMA user_version=5",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(h);
+  const std::string problem = row(0, "A=1", 1.0).problem;
+  {
+    Database old(path, Database::Mode::kReadOnly);  // read as it is: through the old index
+    EXPECT_EQ(old.schema_version(), 5);
+    EXPECT_EQ(old.measurements("elementwise", "hash1", {problem}).rows.size(), 2u);
+  }
+  EXPECT_EQ(plan_and_indexes().find("COVERING"), std::string::npos) << plan_and_indexes();
+  {
+    Database db(path);
+    EXPECT_EQ(db.schema_version(), Database::kSchemaVersion);
+    const Measurements m = db.measurements("elementwise", "hash1", {problem});
+    ASSERT_EQ(m.rows.size(), 2u);
+    EXPECT_EQ(m.rows[0].config, "A=2");
+    EXPECT_EQ(m.rows[1].config, "A=1");
+    EXPECT_EQ(m.rows[1].time_median_ms, 1.0);
+  }
+  const std::string after = plan_and_indexes();
+  EXPECT_NE(after.find("USING COVERING INDEX results_measured"), std::string::npos) << after;
+  EXPECT_EQ(after.find("TEMP B-TREE"), std::string::npos) << after;  // in id order already
+  EXPECT_EQ(after.find("results_by_problem"), std::string::npos) << after;
 }
 
 TEST(Database, ReadOnlyModeOnMissingFileIsAnError) {
