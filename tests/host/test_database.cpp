@@ -290,27 +290,24 @@ TEST(Database, AVersion4FileGetsTheTableOfMeasuredProblems) {
 TEST(Database, AVersion5FileGetsTheCoveringIndexOfMeasurements) {
   TempDir dir;
   const std::string path = dir.file("v5.db");
+  // The query plan of Database::measurements' query, then the results' indexes.
   auto plan_and_indexes = [&] {
     sqlite3* h = nullptr;
     EXPECT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
     std::string out;
-    sqlite3_stmt* q = nullptr;
-    // The query of Database::measurements.
-    sqlite3_prepare_v2(h,
-                       "EXPLAIN QUERY PLAN SELECT id, device_id, config, time_median_ms, metric, "
-                       "unit, origin FROM results WHERE family = 'f' AND template_hash = 'h' AND "
-                       "problem = 'p' AND status = 'ok' ORDER BY id",
-                       -1, &q, nullptr);
-    while (sqlite3_step(q) == SQLITE_ROW)
-      out += reinterpret_cast<const char*>(sqlite3_column_text(q, 3)) + std::string("; ");
-    sqlite3_finalize(q);
-    sqlite3_prepare_v2(h,
-                       "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE "
-                       "'results_%' ORDER BY name",
-                       -1, &q, nullptr);
-    while (sqlite3_step(q) == SQLITE_ROW)
-      out += reinterpret_cast<const char*>(sqlite3_column_text(q, 0)) + std::string(" ");
-    sqlite3_finalize(q);
+    for (const auto& [sql, column] : std::vector<std::pair<const char*, int>>{
+             {"EXPLAIN QUERY PLAN SELECT id, device_id, config, time_median_ms, metric, unit, "
+              "origin FROM results WHERE family = 'f' AND template_hash = 'h' AND problem = 'p' "
+              "AND status = 'ok' ORDER BY id",
+              3},
+             {"SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'results_%'",
+              0}}) {
+      sqlite3_stmt* q = nullptr;
+      sqlite3_prepare_v2(h, sql, -1, &q, nullptr);
+      while (sqlite3_step(q) == SQLITE_ROW)
+        out += reinterpret_cast<const char*>(sqlite3_column_text(q, column)) + std::string("; ");
+      sqlite3_finalize(q);
+    }
     sqlite3_close(h);
     return out;
   };
