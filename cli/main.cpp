@@ -310,8 +310,9 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_flag("--measure-winners", t.measure_winners,
                 "measure the winners of the family's other problems on this GPU's architecture "
                 "(GEMM: every tuned shape of the dtype, any op) on this one, adapted, and "
-                "nothing else: what the runtime ranks untuned problems from (--max-evals and "
-                "--max-seconds still cap it)");
+                "nothing else: what the runtime ranks untuned problems from; a pair that a "
+                "row of this GPU measures already, shipped ones included, is skipped "
+                "(--max-evals and --max-seconds still cap it)");
   app->add_option(
       "--only", t.only,
       "hold a parameter to some of its values, NAME=V[,V...] (repeatable), e.g. "

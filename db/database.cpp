@@ -963,14 +963,15 @@ int Database::mark_crashed(std::int64_t device_id, const std::string& family,
 
 std::set<std::string> Database::evaluated_configs(std::int64_t device_id, const std::string& family,
                                                   const std::string& template_hash,
-                                                  const std::string& problem) {
+                                                  const std::string& problem, bool or_measured) {
   std::set<std::string> out;
   try {
     SQLite::Statement q(
         *db_,
         "SELECT config FROM results WHERE device_id=? AND family=? AND template_hash=? AND "
-        "problem=? AND origin='tuned'");
+        "problem=? AND (origin='tuned' OR (?5 AND status='ok'))");
     bind_problem(q, device_id, family, template_hash, problem);
+    q.bind(5, or_measured ? 1 : 0);
     while (q.executeStep()) out.insert(q.getColumn(0).getString());
   } catch (const std::exception& e) {
     fail("reading evaluated configurations", e);

@@ -192,10 +192,12 @@ class Database final : public BinaryStore {
   // Rows still in flight for this key set become crashed; returns how many.
   int mark_crashed(std::int64_t device_id, const std::string& family,
                    const std::string& template_hash, const std::string& problem);
-  // Configurations already evaluated (any status) for this key set.
+  // Configurations already evaluated (any status) for this key set. With `or_measured`, also
+  // those that an ok row from elsewhere (shipped, imported) measured on this device: for
+  // `ktune tune --measure-winners`, which wants a measurement of each pair, whoever made it.
   std::set<std::string> evaluated_configs(std::int64_t device_id, const std::string& family,
                                           const std::string& template_hash,
-                                          const std::string& problem);
+                                          const std::string& problem, bool or_measured = false);
   std::vector<ResultRecord> results(const ResultFilter& filter);
   // How much results() of every row would read: (rows, bytes of text), without reading them.
   std::pair<std::int64_t, std::int64_t> result_volume();

@@ -215,7 +215,9 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   const std::int64_t device_id = db.ensure_device(runner.device());
   summary.crashed_recovered = db.mark_crashed(device_id, family.name(), hash, key);
   std::vector<bool> done(space.size(), false);
-  for (const auto& text : db.evaluated_configs(device_id, family.name(), hash, key)) {
+  // Measuring winners, a pair that this GPU's shipped or imported rows measure is measured.
+  for (const auto& text :
+       db.evaluated_configs(device_id, family.name(), hash, key, options.measure_winners)) {
     std::size_t i = SearchSpace::npos;
     try {
       i = space.index_of(to_string(family.normalize(parse_config(text))));

@@ -44,7 +44,7 @@ class SyntheticRunner final : public CandidateRunner {
 
 // An ok result of `family` on `key` measured at `ms` on the device `device_id`.
 void put_ok(Database& db, const Family& family, std::int64_t device_id, const std::string& key,
-            const std::string& config, double ms) {
+            const std::string& config, double ms, const std::string& origin = "tuned") {
   ResultRecord r;
   r.device_id = device_id;
   r.family = family.name();
@@ -55,6 +55,7 @@ void put_ok(Database& db, const Family& family, std::int64_t device_id, const st
   r.time_median_ms = r.time_min_ms = r.time_max_ms = ms;
   r.metric = 1;
   r.unit = "TFLOPS";
+  r.origin = origin;
   db.put_result(r);
 }
 
@@ -127,6 +128,42 @@ TEST(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
   const TuneSummary t = tune(db, again, gemm, target, o);
   EXPECT_EQ(t.evaluated, 0u);
   EXPECT_TRUE(again.measured.empty());
+}
+
+// A pair that this GPU's shipped rows measure already is not measured again (a cross measurement
+// after new presets had measured 2977 of its 4177 pairs again); another GPU's row does not count,
+// and a plain tune still takes shipped rows for no measurement of its own.
+TEST(MeasureWinners, APairThisGpusShippedRowsMeasureIsNotMeasuredAgain) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& gemm = find_family("gemm");
+  SyntheticRunner runner;
+  const std::int64_t device_id = db.ensure_device(runner.device());
+  DeviceInfo sibling = runner.device();  // another GPU of the architecture
+  sibling.name = "NVIDIA H200";
+  put_ok(db, gemm, device_id, "align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn", kBig, 2.8);
+  put_ok(db, gemm, device_id, "align=4;dtype=f32;k=1024;m=1024;n=1024;op=tt", kSmall, 0.06);
+  const Problem target = gemm.parse_problem("align=4;dtype=f32;k=65536;m=512;n=512;op=tn");
+  auto adapted = [&](const char* c) {
+    return to_string(gemm.adapt(parse_config(c), target, runner.device().limits));
+  };
+  auto put_shipped = [&](std::int64_t device, const std::string& config) {
+    put_ok(db, gemm, device, target.key(), config, 1.0, "shipped");
+  };
+  put_shipped(device_id, adapted(kBig));                    // this GPU's: measured
+  put_shipped(db.ensure_device(sibling), adapted(kSmall));  // another GPU's: not one here
+  const std::string hash = gemm.template_hash();
+  EXPECT_TRUE(db.evaluated_configs(device_id, "gemm", hash, target.key()).empty());
+  EXPECT_EQ(db.evaluated_configs(device_id, "gemm", hash, target.key(), true),
+            std::set<std::string>{adapted(kBig)});
+
+  TuneOptions o;
+  o.strategy = "random";
+  o.progress = false;
+  o.measure_winners = true;
+  const TuneSummary s = tune(db, runner, gemm, target, o);
+  EXPECT_EQ(runner.measured, std::vector<std::string>{adapted(kSmall)});
+  EXPECT_EQ(s.evaluated, 1u);
 }
 
 // A tune of a tensor-core shape starts from the winners nearest by the family's transfer distance:
