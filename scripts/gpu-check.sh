@@ -32,6 +32,19 @@ run_step() {
   return "$rc"
 }
 
+# Every GEMM winner of this architecture in database $2 measured on each tiled grid and suite shape
+# of dtype $3 (ktune tune --measure-winners), $4 seconds a shape at most; steps named $1-grid-$3
+# and $1-suite-$3.
+cross_measure() {
+  local name=$1 db=$2 d=$3 seconds=$4 what shapes
+  for what in grid suite; do
+    shapes=(--suite)
+    [ "$what" = grid ] && shapes=(--grid tiled)
+    run_step "$name-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" --db "$db" \
+      --measure-winners --max-evals 0 --max-seconds "$seconds" --repeats 5 --warmup 1
+  done
+}
+
 for step in "${steps[@]}"; do
   case "$step" in
     info)
@@ -148,12 +161,7 @@ PY
       # a template change every pair is measured again.
       cdb=$(mktemp -d)/cross.db
       for d in ${GRID_DTYPES:-f32 f64}; do
-        for what in grid suite; do
-          shapes=(--suite)
-          [ "$what" = grid ] && shapes=(--grid tiled)
-          run_step "cross-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" --db "$cdb" \
-            --measure-winners --max-evals 0 --max-seconds "${CROSS_SECONDS:-20}" --repeats 5 --warmup 1
-        done
+        cross_measure cross "$cdb" "$d" "${CROSS_SECONDS:-20}"
       done
       run_step cross-export "$KTUNE" db export --db "$cdb" --family gemm --own --compact \
         -o "$OUT/cross-gemm.json"
@@ -173,13 +181,7 @@ PY
           --family gemm -o "$OUT/grid-small-$d.json"
         # The winners as shipped rows of a new database: only its measurements are its own.
         "$KTUNE" db import --db "$sdir/cross.db" --shipped "$OUT/grid-small-$d.json" -q
-        for what in grid suite; do
-          shapes=(--suite)
-          [ "$what" = grid ] && shapes=(--grid tiled)
-          run_step "cross-small-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" \
-            --db "$sdir/cross.db" --measure-winners --max-evals 0 \
-            --max-seconds "${CROSS_SECONDS:-6}" --repeats 5 --warmup 1
-        done
+        cross_measure cross-small "$sdir/cross.db" "$d" "${CROSS_SECONDS:-6}"
         run_step "cross-small-export-$d" "$KTUNE" db export --db "$sdir/cross.db" --family gemm \
           --own --compact -o "$OUT/cross-small-$d.json"
       done

@@ -78,14 +78,33 @@ const char* kF64 =
     "BK=8,BM=64,BN=64,KCONTIG=0,MINB=1,MMA=3,PAD=4,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=1,"
     "TM=4,TN=4,UNROLL=0,VEC=1,WM=32,WN=32,WNITER=1";
 
-TEST(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
+// What the measure-winners tests start from: a database, the synthetic H100, another GPU of its
+// architecture, the problem measured on and the options of such a run.
+class MeasureWinners : public ::testing::Test {
+ protected:
+  MeasureWinners() {
+    sibling.name = "NVIDIA H200";
+    o.strategy = "random";
+    o.progress = false;
+    o.measure_winners = true;
+  }
+  // A winner's configuration adapted to the target.
+  std::string adapted(const char* config) const {
+    return to_string(gemm.adapt(parse_config(config), target, runner.device().limits));
+  }
+
   testing::TempDir dir;
-  Database db(dir.file("t.db"));
+  Database db{dir.file("t.db")};
   const Family& gemm = find_family("gemm");
   SyntheticRunner runner;
   const std::int64_t device_id = db.ensure_device(runner.device());
-  DeviceInfo h200 = runner.device(), a100;
-  h200.name = "NVIDIA H200";
+  DeviceInfo sibling = runner.device();
+  const Problem target = gemm.parse_problem("align=4;dtype=f32;k=65536;m=512;n=512;op=tn");
+  TuneOptions o;
+};
+
+TEST_F(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
+  DeviceInfo a100;
   a100.name = "NVIDIA A100-SXM4-80GB";
   a100.limits = DeviceLimits::for_arch(8, 0);
   a100.limits.sm_count = 108;
@@ -99,20 +118,12 @@ TEST(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
   put("align=4;dtype=f32;k=65536;m=64;n=64;op=nt", kSplit, 0.1);
   put("align=2;dtype=f64;k=1024;m=1024;n=1024;op=nn", kF64, 0.1);
   // A winner of another GPU of the architecture counts; one of another architecture does not.
-  put("align=4;dtype=f32;k=8192;m=8192;n=8192;op=nn", kMid, 20.0, db.ensure_device(h200));
+  put("align=4;dtype=f32;k=8192;m=8192;n=8192;op=nn", kMid, 20.0, db.ensure_device(sibling));
   put("align=4;dtype=f32;k=512;m=512;n=512;op=nn", kA100, 0.02, db.ensure_device(a100));
 
-  const Problem target = gemm.parse_problem("align=4;dtype=f32;k=65536;m=512;n=512;op=tn");
-  TuneOptions o;
-  o.strategy = "random";
-  o.progress = false;
-  o.measure_winners = true;
   const TuneSummary s = tune(db, runner, gemm, target, o);
   // The four f32 winners of the architecture, each adapted to the target, and no proposal of
   // the strategy: the loser, the f64 winner and the A100's are not measured.
-  auto adapted = [&](const char* c) {
-    return to_string(gemm.adapt(parse_config(c), target, runner.device().limits));
-  };
   const std::set<std::string> want = {adapted(kBig), adapted(kSmall), adapted(kSplit),
                                       adapted(kMid)};
   EXPECT_EQ(want.size(), 4u);  // four configurations after adapting, as this test wants
@@ -133,20 +144,9 @@ TEST(MeasureWinners, MeasuresTheWinnersOfTheDtypeOnTheProblemAndNothingElse) {
 // A pair that this GPU's shipped rows measure already is not measured again (a cross measurement
 // after new presets had measured 2977 of its 4177 pairs again); another GPU's row does not count,
 // and a plain tune still takes shipped rows for no measurement of its own.
-TEST(MeasureWinners, APairThisGpusShippedRowsMeasureIsNotMeasuredAgain) {
-  testing::TempDir dir;
-  Database db(dir.file("t.db"));
-  const Family& gemm = find_family("gemm");
-  SyntheticRunner runner;
-  const std::int64_t device_id = db.ensure_device(runner.device());
-  DeviceInfo sibling = runner.device();  // another GPU of the architecture
-  sibling.name = "NVIDIA H200";
+TEST_F(MeasureWinners, APairThisGpusShippedRowsMeasureIsNotMeasuredAgain) {
   put_ok(db, gemm, device_id, "align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn", kBig, 2.8);
   put_ok(db, gemm, device_id, "align=4;dtype=f32;k=1024;m=1024;n=1024;op=tt", kSmall, 0.06);
-  const Problem target = gemm.parse_problem("align=4;dtype=f32;k=65536;m=512;n=512;op=tn");
-  auto adapted = [&](const char* c) {
-    return to_string(gemm.adapt(parse_config(c), target, runner.device().limits));
-  };
   auto put_shipped = [&](std::int64_t device, const std::string& config) {
     put_ok(db, gemm, device, target.key(), config, 1.0, "shipped");
   };
@@ -157,10 +157,6 @@ TEST(MeasureWinners, APairThisGpusShippedRowsMeasureIsNotMeasuredAgain) {
   EXPECT_EQ(db.evaluated_configs(device_id, "gemm", hash, target.key(), true),
             std::set<std::string>{adapted(kBig)});
 
-  TuneOptions o;
-  o.strategy = "random";
-  o.progress = false;
-  o.measure_winners = true;
   const TuneSummary s = tune(db, runner, gemm, target, o);
   EXPECT_EQ(runner.measured, std::vector<std::string>{adapted(kSmall)});
   EXPECT_EQ(s.evaluated, 1u);
