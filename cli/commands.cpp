@@ -762,10 +762,12 @@ int cmd_explain(const Common& common, const std::string& family_name,
                             "first call of this problem)"});
   t.print(std::cout);
   if (!c.candidates.empty()) {
-    std::cout << "\ncandidates ranked by the model (the winners of tuned problems, adapted):\n";
-    Table ranked({"predicted ms", "measured ms", "tuned problem", "config"});
+    std::cout << "\ncandidates ranked by the model (the winners of tuned problems, adapted; each "
+                 "predicted from its measurements near the problem, the nearest shown):\n";
+    Table ranked({"predicted ms", "measured ms", "tuned problem", "measurements", "config"});
     for (const auto& k : c.candidates)
-      ranked.add({fixed(k.predicted_ms, 4), fixed(k.measured_ms, 4), k.tuned_problem, k.config});
+      ranked.add({fixed(k.predicted_ms, 4), fixed(k.measured_ms, 4), k.tuned_problem,
+                  std::to_string(k.measurements), k.config});
     ranked.print(std::cout);
   }
   // A call of these sizes goes elsewhere in the runtime: say so, and where to look.

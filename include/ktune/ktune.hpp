@@ -111,6 +111,7 @@ struct Choice {
   struct Candidate {
     std::string config, tuned_problem, device;
     double measured_ms = 0, predicted_ms = 0;
+    int measurements = 1;  // how many of the kernel's measurements the prediction weighed
   };
   std::vector<Candidate> candidates;
 };
