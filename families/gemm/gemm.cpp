@@ -59,11 +59,49 @@ struct Geometry {
   std::string why;
 };
 
+// The parameters the geometry and the cost model read, read in one walk of the configuration:
+// the model's predictions (several hundred on a first call of a shape nobody tuned) each read two
+// configurations, and a lookup by name for each value took most of their time.
+struct Tile {
+  std::int64_t bk = 0, bm = 0, bn = 0, kcontig = 0, minb = 0, pad = 0, splitk = 0, stages = 0,
+               tm = 0, tn = 0, wm = 0, wn = 0, wniter = 0;
+};
+
+// Every parameter of Tile, with its member, in the order of the names (a Config's order).
+constexpr std::pair<std::string_view, std::int64_t Tile::*> kTileParams[] = {
+    {"BK", &Tile::bk},           {"BM", &Tile::bm},         {"BN", &Tile::bn},
+    {"KCONTIG", &Tile::kcontig}, {"MINB", &Tile::minb},     {"PAD", &Tile::pad},
+    {"SPLITK", &Tile::splitk},   {"STAGES", &Tile::stages}, {"TM", &Tile::tm},
+    {"TN", &Tile::tn},           {"WM", &Tile::wm},         {"WN", &Tile::wn},
+    {"WNITER", &Tile::wniter}};
+
+// Names of a few capitals: compared here, as a call of memcmp for each took most of the walk.
+int compare_name(std::string_view a, std::string_view b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
+}
+
+Tile read_tile(const Config& c) {
+  Tile t;
+  std::size_t i = 0;
+  for (auto it = c.begin(); it != c.end() && i < std::size(kTileParams); ++it) {
+    const std::string_view name = it->first;
+    int order = 0;
+    while (i < std::size(kTileParams) && (order = compare_name(kTileParams[i].first, name)) < 0)
+      get(c, kTileParams[i++].first.data());  // missing: throws as get() does
+    if (i < std::size(kTileParams) && order == 0) t.*kTileParams[i++].second = it->second;
+  }
+  if (i < std::size(kTileParams)) get(c, kTileParams[i].first.data());
+  return t;
+}
+
 // The tile shape: BM, BN, BK, WM, WN, TM, TN and WNITER only (the prefix of the space).
-Geometry shape_geometry(const Config& c) {
+Geometry shape_geometry(const Tile& t) {
   Geometry g;
-  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), wm = get(c, "WM"), wn = get(c, "WN"),
-                     tm = get(c, "TM"), tn = get(c, "TN"), wni = get(c, "WNITER");
+  const std::int64_t bm = t.bm, bn = t.bn, wm = t.wm, wn = t.wn, tm = t.tm, tn = t.tn,
+                     wni = t.wniter;
   if (bm % wm || bn % wn) return g.why = "warp tile does not divide the block tile", g;
   g.threads = static_cast<int>((bm / wm) * (bn / wn) * 32);
   const std::int64_t per_warp = 32 * tm * tn * wni;
@@ -78,16 +116,28 @@ Geometry shape_geometry(const Config& c) {
   return g;
 }
 
-Geometry geometry(const Config& c, int bytes, bool ta, bool tb) {
-  Geometry g = shape_geometry(c);
+// (A prefix of the space has the shape's parameters alone.)
+Geometry shape_geometry(const Config& c) {
+  Tile t;
+  t.bm = get(c, "BM"), t.bn = get(c, "BN"), t.wm = get(c, "WM"), t.wn = get(c, "WN");
+  t.tm = get(c, "TM"), t.tn = get(c, "TN"), t.wniter = get(c, "WNITER");
+  return shape_geometry(t);
+}
+
+Geometry geometry(const Tile& t, int bytes, bool ta, bool tb) {
+  Geometry g = shape_geometry(t);
   if (!g.why.empty()) return g;
-  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
+  const std::int64_t bm = t.bm, bn = t.bn, bk = t.bk;
   // Per stage: k-major BK x (B? + PAD), or k-contiguous B? x (BK + PAD) (KCONTIG, as in gemm.cuh).
-  const std::int64_t pad = get(c, "PAD"), kc = get(c, "KCONTIG");
+  const std::int64_t pad = t.pad, kc = t.kcontig;
   const std::int64_t a = kc && ta ? bm * (bk + pad) : bk * (bm + pad);
   const std::int64_t b = kc && !tb ? bn * (bk + pad) : bk * (bn + pad);
-  g.smem = static_cast<int>(get(c, "STAGES") * (a + b) * bytes);
+  g.smem = static_cast<int>(t.stages * (a + b) * bytes);
   return g;
+}
+
+Geometry geometry(const Config& c, int bytes, bool ta, bool tb) {
+  return geometry(read_tile(c), bytes, ta, tb);
 }
 
 Geometry geometry(const Config& c, const Problem& p) {
@@ -117,19 +167,39 @@ struct GemmCost {
   bool split = false;
 };
 
-GemmCost gemm_cost(const Config& c, const Problem& p, const DeviceLimits& limits) {
-  const int bytes = dtype_bytes(p.attr("dtype"));
-  const double m = static_cast<double>(p.size("m")), n = static_cast<double>(p.size("n")),
-               k = static_cast<double>(p.size("k"));
-  const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
-  const std::int64_t tiles = ((p.size("m") + bm - 1) / bm) * ((p.size("n") + bn - 1) / bn);
-  const auto [kps, splits] = k_split(p.size("k"), get(c, "SPLITK"), bk);
-  const Geometry g = geometry(c, p);
+// What the cost model reads of a problem, read once for the two configurations of a prediction.
+struct Shape {
+  const std::string* op = nullptr;
+  int bytes = 0;
+  bool ta = false, tb = false;
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
+Shape read_shape(const Problem& p) {
+  Shape s;
+  s.op = &p.attr("op");
+  s.bytes = dtype_bytes(p.attr("dtype"));
+  parse_op(*s.op, s.ta, s.tb);
+  s.m = p.size("m"), s.n = p.size("n"), s.k = p.size("k");
+  return s;
+}
+
+GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) {
+  const int bytes = p.bytes;
+  const bool ta = p.ta, tb = p.tb;
+  const std::int64_t pm = p.m, pn = p.n, pk = p.k;
+  const double m = static_cast<double>(pm), n = static_cast<double>(pn),
+               k = static_cast<double>(pk);
+  const Tile t = read_tile(c);
+  const std::int64_t bm = t.bm, bn = t.bn, bk = t.bk;
+  const std::int64_t tiles = ((pm + bm - 1) / bm) * ((pn + bn - 1) / bn);
+  const auto [kps, splits] = k_split(pk, t.splitk, bk);
+  const Geometry g = geometry(t, bytes, ta, tb);
   // Blocks resident per SM: shared memory, threads and registers (the accumulators and their
   // operands, or the cap MINB sets) allowing.
   const int words = bytes / 4;
   int regs = std::min(255, g.accumulators * words * 3 / 2 + 40);
-  if (const std::int64_t minb = get(c, "MINB"); minb > 1)
+  if (const std::int64_t minb = t.minb; minb > 1)
     regs = std::min(regs, limits.regs_per_sm / static_cast<int>(minb * g.threads) / 8 * 8);
   const int per_warp = (regs * 32 + 255) / 256 * 256;
   const int warps = std::max(1, g.threads / 32);
@@ -380,6 +450,7 @@ class GemmFamily final : public BuiltinFileFamily {
                                    const Config& candidate, const Problem& target,
                                    const DeviceInfo& device) const override {
     if (tuned.attr("dtype") != target.attr("dtype") || !(measured_ms > 0)) return std::nullopt;
+    const Shape from = read_shape(tuned), to = read_shape(target);
     constexpr double kLaunchMs = 0.003;
     // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where unknown.
     const double bandwidth = device.memory_clock_khz > 0 && device.memory_bus_bits > 0
@@ -388,15 +459,15 @@ class GemmFamily final : public BuiltinFileFamily {
     auto side_ms = [&](const GemmCost& c) {
       return c.split ? c.reduce_bytes / bandwidth * 1e3 + kLaunchMs : 0.0;
     };
-    const GemmCost was = gemm_cost(measured, tuned, device.limits);
-    const GemmCost will = gemm_cost(candidate, target, device.limits);
+    const GemmCost was = gemm_cost(measured, from, device.limits);
+    const GemmCost will = gemm_cost(candidate, to, device.limits);
     if (was.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
     const double loop_ms = std::max(measured_ms - kLaunchMs - side_ms(was), 0.25 * measured_ms);
     const double per_step = loop_ms / was.sm_steps;
     double ms = kLaunchMs + std::max(will.sm_steps * per_step, will.dram_bytes / bandwidth * 1e3) +
                 side_ms(will);
     // Measured on another op: its loads differ; keep a margin for what was not measured.
-    if (tuned.attr("op") != target.attr("op")) ms *= 1.1;
+    if (*from.op != *to.op) ms *= 1.1;
     return ms;
   }
 
