@@ -44,13 +44,6 @@ std::int64_t to_int(std::string_view s, std::string_view what, std::string_view 
 struct ShortName {
   std::string_view text;
 };
-int compare_names(std::string_view a, std::string_view b) {
-  const std::size_t n = std::min(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i)
-    if (a[i] != b[i])
-      return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]) ? -1 : 1;
-  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
-}
 [[maybe_unused]] bool operator<(const std::string& a, ShortName b) {
   return compare_names(a, b.text) < 0;
 }

@@ -75,21 +75,13 @@ constexpr std::pair<std::string_view, std::int64_t Tile::*> kTileParams[] = {
     {"TN", &Tile::tn},           {"WM", &Tile::wm},         {"WN", &Tile::wn},
     {"WNITER", &Tile::wniter}};
 
-// Names of a few capitals: compared here, as a call of memcmp for each took most of the walk.
-int compare_name(std::string_view a, std::string_view b) {
-  const std::size_t n = std::min(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i)
-    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
-  return a.size() < b.size() ? -1 : a.size() > b.size() ? 1 : 0;
-}
-
 Tile read_tile(const Config& c) {
   Tile t;
   std::size_t i = 0;
   for (auto it = c.begin(); it != c.end() && i < std::size(kTileParams); ++it) {
     const std::string_view name = it->first;
     int order = 0;
-    while (i < std::size(kTileParams) && (order = compare_name(kTileParams[i].first, name)) < 0)
+    while (i < std::size(kTileParams) && (order = compare_names(kTileParams[i].first, name)) < 0)
       get(c, kTileParams[i++].first.data());  // missing: throws as get() does
     if (i < std::size(kTileParams) && order == 0) t.*kTileParams[i++].second = it->second;
   }
