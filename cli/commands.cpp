@@ -700,6 +700,7 @@ int cmd_explain(const Common& common, const std::string& family_name,
   if (!arch.empty()) arch_limits = limits_for_arch_option(arch, "--arch");
   Choice c;
   std::string answered_from;
+  std::string memory;    // --gpu: the memory the model was given
   double lookup_ms = 0;  // the chain's walk, this process's first (as a program's first call)
   auto timed = [&lookup_ms](auto&& lookup) {
     const auto start = std::chrono::steady_clock::now();
@@ -729,6 +730,20 @@ int cmd_explain(const Common& common, const std::string& family_name,
       device.name = found->name;
       device.limits = DeviceLimits::for_arch(found->cc_major, found->cc_minor);
       device.limits.sm_count = found->sm_count;
+      // The memory as the GPU gave it where it was measured: a model of memory-bound time reads
+      // its bandwidth (without it, gemm's takes an H100's, and answered 98 of 610 shapes
+      // otherwise than the runtime on an H200).
+      device.memory_clock_khz = found->memory_clock_khz;
+      device.memory_bus_bits = found->memory_bus_bits;
+      memory =
+          found->memory_clock_khz > 0 && found->memory_bus_bits > 0
+              ? std::to_string(found->memory_clock_khz / 1000) + " MHz, " +
+                    std::to_string(found->memory_bus_bits) + "-bit bus (" +
+                    fixed(2.0 * found->memory_clock_khz * 1e3 * found->memory_bus_bits / 8 / 1e12,
+                          2) +
+                    " TB/s), as the database records this GPU"
+              : "not recorded for this GPU: a model of memory-bound time assumes its own "
+                "bandwidth, and may answer otherwise than the runtime on it";
     } else {
       device.limits = *arch_limits;  // no GPU of this name: the same-arch step answers
     }
@@ -757,6 +772,7 @@ int cmd_explain(const Common& common, const std::string& family_name,
   if (c.measured) t.add({"measured", metric_text(*c.measured, c.unit)});
   if (c.predicted_ms) t.add({"predicted", fixed(*c.predicted_ms, 4) + " ms on this problem"});
   t.add({"database", answered_from.empty() ? "none" : answered_from});
+  if (!memory.empty()) t.add({"memory", memory});
   t.add({"lookup time", fixed(lookup_ms, 2) +
                             " ms (this process's first lookup, as a new program's "
                             "first call of this problem)"});

@@ -183,6 +183,12 @@ CREATE INDEX IF NOT EXISTS results_measured ON results(family, template_hash, pr
   device_id, config, time_median_ms, metric, unit, origin);
 DROP INDEX IF EXISTS results_by_problem;
 )sql",
+    // v7: the memory's bus width beside its clock (v1), so that a GPU's memory bandwidth is known
+    // where it is not present: `ktune explain --gpu` on the host answered 98 of 610 GEMM shapes
+    // otherwise than the runtime on an H200, its model taking an H100's 3.35 TB/s for 4.8.
+    R"sql(
+ALTER TABLE devices ADD COLUMN memory_bus_bits INTEGER;
+)sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == Database::kSchemaVersion);
 
@@ -196,6 +202,9 @@ const char* const kResultColumns =
 // Last of the result columns; a v1 file (open read-only, so not migrated) has no such column.
 const char* const kSourceColumn = ", r.source";
 const char* const kNoSourceColumn = ", NULL";
+// After it, the device's memory (a file before v7, open read-only, has no bus width).
+const char* const kMemoryColumns = ", d.memory_clock_khz, d.memory_bus_bits";
+const char* const kNoBusColumn = ", d.memory_clock_khz, NULL";
 
 ResultRecord read_result(SQLite::Statement& q) {
   ResultRecord r;
@@ -236,6 +245,8 @@ ResultRecord read_result(SQLite::Statement& q) {
   r.device.uuid = text(i++);
   r.device.driver_version = q.getColumn(i++).getInt();
   r.source = text(i++);
+  r.device.memory_clock_khz = q.getColumn(i++).getInt();
+  r.device.memory_bus_bits = q.getColumn(i++).getInt();
   return r;
 }
 
@@ -629,42 +640,61 @@ void Database::record_preset(const std::string& name, const std::string& digest)
 }
 
 std::string Database::result_columns() const {
-  return std::string(kResultColumns) + (version_ >= 2 ? kSourceColumn : kNoSourceColumn);
+  return std::string(kResultColumns) + (version_ >= 2 ? kSourceColumn : kNoSourceColumn) +
+         (version_ >= 7 ? kMemoryColumns : kNoBusColumn);
 }
+
+std::string Database::device_select() const {
+  return std::string(
+             "SELECT id, name, cc_major, cc_minor, sm_count, uuid, driver_version, "
+             "memory_clock_khz, ") +
+         (version_ >= 7 ? "memory_bus_bits" : "NULL") + " FROM devices";
+}
+
+namespace {
+DeviceRecord read_device(SQLite::Statement& q) {
+  DeviceRecord d;
+  d.id = q.getColumn(0).getInt64();
+  d.name = q.getColumn(1).getString();
+  d.cc_major = q.getColumn(2).getInt();
+  d.cc_minor = q.getColumn(3).getInt();
+  d.sm_count = q.getColumn(4).getInt();
+  d.uuid = q.getColumn(5).getString();
+  d.driver_version = q.getColumn(6).getInt();
+  d.memory_clock_khz = q.getColumn(7).getInt();
+  d.memory_bus_bits = q.getColumn(8).getInt();
+  return d;
+}
+}  // namespace
 
 std::optional<DeviceRecord> Database::find_device(const DeviceInfo& info) {
   try {
     SQLite::Statement q(
-        *db_,
-        "SELECT id, name, cc_major, cc_minor, sm_count, uuid, driver_version FROM devices "
-        "WHERE name=? AND cc_major=? AND cc_minor=? AND sm_count=?");
+        *db_, device_select() + " WHERE name=? AND cc_major=? AND cc_minor=? AND sm_count=?");
     q.bind(1, info.name);
     q.bind(2, info.limits.cc_major);
     q.bind(3, info.limits.cc_minor);
     q.bind(4, info.limits.sm_count);
     if (!q.executeStep()) return std::nullopt;
-    DeviceRecord d;
-    d.id = q.getColumn(0).getInt64();
-    d.name = q.getColumn(1).getString();
-    d.cc_major = q.getColumn(2).getInt();
-    d.cc_minor = q.getColumn(3).getInt();
-    d.sm_count = q.getColumn(4).getInt();
-    d.uuid = q.getColumn(5).getString();
-    d.driver_version = q.getColumn(6).getInt();
-    return d;
+    return read_device(q);
   } catch (const std::exception& e) {
     fail("looking up a device", e);
   }
 }
 
 std::int64_t Database::ensure_device(const DeviceInfo& info) {
-  if (auto d = find_device(info)) return d->id;
+  const bool memory_known = info.memory_clock_khz > 0 && info.memory_bus_bits > 0;
+  if (auto d = find_device(info)) {
+    if (d->memory_clock_khz > 0 && d->memory_bus_bits > 0) return d->id;
+    if (!memory_known) return d->id;
+  }
   try {
     SQLite::Transaction tx(*db_, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement ins(
         *db_,
         "INSERT OR IGNORE INTO devices(name, cc_major, cc_minor, sm_count, uuid, driver_version, "
-        "clock_khz, memory_clock_khz, total_memory, first_seen) VALUES(?,?,?,?,?,?,?,?,?,?)");
+        "clock_khz, memory_clock_khz, memory_bus_bits, total_memory, first_seen) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?)");
     ins.bind(1, info.name);
     ins.bind(2, info.limits.cc_major);
     ins.bind(3, info.limits.cc_minor);
@@ -673,9 +703,25 @@ std::int64_t Database::ensure_device(const DeviceInfo& info) {
     ins.bind(6, info.driver_version);
     ins.bind(7, info.clock_khz);
     ins.bind(8, info.memory_clock_khz);
-    ins.bind(9, static_cast<std::int64_t>(info.total_memory));
-    ins.bind(10, utc_now());
+    ins.bind(9, info.memory_bus_bits);
+    ins.bind(10, static_cast<std::int64_t>(info.total_memory));
+    ins.bind(11, utc_now());
     ins.exec();
+    if (memory_known) {
+      // A row that came without them (shipped results, an import): the GPU here says.
+      SQLite::Statement fill(
+          *db_,
+          "UPDATE devices SET memory_clock_khz=?, memory_bus_bits=? WHERE "
+          "name=? AND cc_major=? AND cc_minor=? AND sm_count=? AND "
+          "(IFNULL(memory_clock_khz, 0) <= 0 OR IFNULL(memory_bus_bits, 0) <= 0)");
+      fill.bind(1, info.memory_clock_khz);
+      fill.bind(2, info.memory_bus_bits);
+      fill.bind(3, info.name);
+      fill.bind(4, info.limits.cc_major);
+      fill.bind(5, info.limits.cc_minor);
+      fill.bind(6, info.limits.sm_count);
+      fill.exec();
+    }
     tx.commit();
   } catch (const std::exception& e) {
     fail("recording the device", e);
@@ -689,20 +735,8 @@ std::int64_t Database::ensure_device(const DeviceInfo& info) {
 std::vector<DeviceRecord> Database::devices() {
   std::vector<DeviceRecord> out;
   try {
-    SQLite::Statement q(*db_,
-                        "SELECT id, name, cc_major, cc_minor, sm_count, uuid, driver_version FROM "
-                        "devices ORDER BY id");
-    while (q.executeStep()) {
-      DeviceRecord d;
-      d.id = q.getColumn(0).getInt64();
-      d.name = q.getColumn(1).getString();
-      d.cc_major = q.getColumn(2).getInt();
-      d.cc_minor = q.getColumn(3).getInt();
-      d.sm_count = q.getColumn(4).getInt();
-      d.uuid = q.getColumn(5).getString();
-      d.driver_version = q.getColumn(6).getInt();
-      out.push_back(d);
-    }
+    SQLite::Statement q(*db_, device_select() + " ORDER BY id");
+    while (q.executeStep()) out.push_back(read_device(q));
   } catch (const std::exception& e) {
     fail("listing devices", e);
   }
@@ -1291,7 +1325,13 @@ MergeCounts Database::merge_results(const std::vector<ResultRecord>& rows) {
         *db_, "SELECT id FROM devices WHERE name=? AND cc_major=? AND cc_minor=? AND sm_count=?");
     SQLite::Statement add_device(*db_,
                                  "INSERT INTO devices(name, cc_major, cc_minor, sm_count, uuid, "
-                                 "driver_version, first_seen) VALUES(?,?,?,?,?,?,?)");
+                                 "driver_version, memory_clock_khz, memory_bus_bits, first_seen) "
+                                 "VALUES(?,?,?,?,?,?,?,?,?)");
+    // A device known here without its memory's clock and bus width takes those of the rows.
+    SQLite::Statement fill_memory(*db_,
+                                  "UPDATE devices SET memory_clock_khz=?, memory_bus_bits=? "
+                                  "WHERE id=? AND (IFNULL(memory_clock_khz, 0) <= 0 OR "
+                                  "IFNULL(memory_bus_bits, 0) <= 0)");
     SQLite::Statement existing(
         *db_,
         "SELECT status, time_median_ms, origin FROM results WHERE device_id=? AND family=? AND "
@@ -1308,8 +1348,16 @@ MergeCounts Database::merge_results(const std::vector<ResultRecord>& rows) {
         find_device.bind(3, d.cc_minor);
         find_device.bind(4, d.sm_count);
         std::int64_t id = 0;
+        const bool memory_known = d.memory_clock_khz > 0 && d.memory_bus_bits > 0;
         if (find_device.executeStep()) {
           id = find_device.getColumn(0).getInt64();
+          if (memory_known) {
+            fill_memory.reset();
+            fill_memory.bind(1, d.memory_clock_khz);
+            fill_memory.bind(2, d.memory_bus_bits);
+            fill_memory.bind(3, id);
+            fill_memory.exec();
+          }
         } else {
           add_device.reset();
           add_device.bind(1, d.name);
@@ -1318,7 +1366,14 @@ MergeCounts Database::merge_results(const std::vector<ResultRecord>& rows) {
           add_device.bind(4, d.sm_count);
           add_device.bind(5, d.uuid);
           add_device.bind(6, d.driver_version);
-          add_device.bind(7, utc_now());
+          if (memory_known) {
+            add_device.bind(7, d.memory_clock_khz);
+            add_device.bind(8, d.memory_bus_bits);
+          } else {
+            add_device.bind(7);  // NULL: unknown
+            add_device.bind(8);
+          }
+          add_device.bind(9, utc_now());
           add_device.exec();
           id = db_->getLastInsertRowid();
         }

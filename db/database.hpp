@@ -40,6 +40,11 @@ struct DeviceRecord {
   int sm_count = 0;
   std::string uuid;
   int driver_version = 0;
+  // The memory's clock and bus width as the driver gave them where the GPU was measured (0:
+  // unknown): a model of memory-bound time reads the bandwidth from them, and a lookup made without
+  // the GPU (ktune explain --gpu) needs them to answer as the runtime on that GPU does.
+  int memory_clock_khz = 0;
+  int memory_bus_bits = 0;
   std::string identity() const;
 };
 
@@ -142,7 +147,7 @@ struct ResultFilter {
 
 class Database final : public BinaryStore {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
   static constexpr int kApplicationId = 0x6b74756e;  // "ktun"
 
   // kMemory: a private database in memory (path() is a label for messages), created empty.
@@ -171,7 +176,8 @@ class Database final : public BinaryStore {
   std::map<std::string, std::string> preset_digests();
   void record_preset(const std::string& name, const std::string& digest);
 
-  // Devices
+  // Devices. ensure_device records the memory's clock and bus width where the row has none (a row
+  // of shipped results or of an earlier version).
   std::int64_t ensure_device(const DeviceInfo& info);
   std::optional<DeviceRecord> find_device(const DeviceInfo& info);
   std::vector<DeviceRecord> devices();
@@ -256,6 +262,7 @@ class Database final : public BinaryStore {
   [[noreturn]] void fail(const std::string& what, const std::exception& e) const;
 
   std::string result_columns() const;
+  std::string device_select() const;  // SELECT of read_device's columns FROM devices
 
   std::string path_;
   Mode mode_;

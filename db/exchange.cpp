@@ -56,6 +56,9 @@ struct Range {
 constexpr Range kCcMajor{1, 99};
 constexpr Range kCcMinor{0, 9};
 constexpr Range kSmCount{1, 100000};
+// The memory's clock (kHz, up to 100 GHz) and bus width (bits); 0: not known.
+constexpr Range kMemoryClock{0, 100000000};
+constexpr Range kBusBits{0, 65536};
 constexpr Range kRepeats{0, 1000000000};
 constexpr Range kRegisters{-1, 65536};  // -1: not known (the row failed before ptxas)
 constexpr Range kBytes{0, std::numeric_limits<int>::max()};
@@ -283,6 +286,8 @@ Fate check_row(ResultRecord& r, const std::string& at) {
   check_range("device.cc_major", r.device.cc_major, kCcMajor);
   check_range("device.cc_minor", r.device.cc_minor, kCcMinor);
   check_range("device.sm_count", r.device.sm_count, kSmCount);
+  check_range("device.memory_clock_khz", r.device.memory_clock_khz, kMemoryClock);
+  check_range("device.memory_bus_bits", r.device.memory_bus_bits, kBusBits);
 
   check_text("family", r.family, kMaxName, true);
   const Family* family = nullptr;
@@ -373,11 +378,14 @@ ResultRecord read_entry(const Json& entry, const std::string& at) {
        "unit",   "registers",   "spill_bytes",    "smem_bytes",    "compile_ms",     "message",
        "origin", "source",      "tool_version",   "nvrtc_version", "driver_version", "created_at"});
   ResultRecord r;
-  Fields d(*e.get("device", true), at + ".device", {"name", "cc_major", "cc_minor", "sm_count"});
+  Fields d(*e.get("device", true), at + ".device",
+           {"name", "cc_major", "cc_minor", "sm_count", "memory_clock_khz", "memory_bus_bits"});
   r.device.name = d.text("name", true);
   r.device.cc_major = d.integer("cc_major", true);
   r.device.cc_minor = d.integer("cc_minor", true);
   r.device.sm_count = d.integer("sm_count", true);
+  r.device.memory_clock_khz = d.integer("memory_clock_khz", false);
+  r.device.memory_bus_bits = d.integer("memory_bus_bits", false);
   r.family = e.text("family", true);
   r.template_hash = e.text("template_hash", true);
   r.problem = e.text("problem", true);
@@ -498,6 +506,10 @@ ExportResult export_results(Database& db, const ExportOptions& options) {
                    {"cc_major", r.device.cc_major},
                    {"cc_minor", r.device.cc_minor},
                    {"sm_count", r.device.sm_count}};
+    if (r.device.memory_clock_khz > 0 && r.device.memory_bus_bits > 0) {
+      e["device"]["memory_clock_khz"] = r.device.memory_clock_khz;
+      e["device"]["memory_bus_bits"] = r.device.memory_bus_bits;
+    }
     e["family"] = r.family;
     e["template_hash"] = r.template_hash;
     e["problem"] = r.problem;

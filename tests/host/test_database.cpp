@@ -268,7 +268,8 @@ TEST(Database, AVersion4FileGetsTheTableOfMeasuredProblems) {
                          "measured_problems_update; DROP TRIGGER measured_problems_delete; "
                          "DROP TABLE measured_problems; DROP INDEX results_measured; "
                          "CREATE INDEX results_by_problem ON results(family, template_hash, "
-                         "problem, status); PRAGMA user_version=4",
+                         "problem, status); ALTER TABLE devices DROP COLUMN memory_bus_bits; "
+                         "PRAGMA user_version=4",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(h);
@@ -323,7 +324,8 @@ TEST(Database, AVersion5FileGetsTheCoveringIndexOfMeasurements) {
   ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(h,
                          "DROP INDEX results_measured; CREATE INDEX results_by_problem ON "
-                         "results(family, template_hash, problem, status); PRAGMA user_version=5",
+                         "results(family, template_hash, problem, status); ALTER TABLE devices "
+                         "DROP COLUMN memory_bus_bits; PRAGMA user_version=5",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(h);
@@ -352,6 +354,59 @@ TEST(Database, AVersion5FileGetsTheCoveringIndexOfMeasurements) {
 TEST(Database, ReadOnlyModeOnMissingFileIsAnError) {
   TempDir dir;
   EXPECT_THROW(Database(dir.file("missing.db"), Database::Mode::kReadOnly), Error);
+}
+
+// v7: the memory's bus width beside its clock, so that a lookup without the GPU (ktune explain
+// --gpu) knows its bandwidth. A v6 file read as it is has no bus width; migrated, its device rows
+// take the memory of the GPU that next records them, and a known memory is never overwritten.
+TEST(Database, AVersion6FileGetsTheMemoryBusWidthOfItsDevices) {
+  TempDir dir;
+  const std::string path = dir.file("v6.db");
+  DeviceInfo h200 = fake_device("NVIDIA H200");
+  h200.memory_clock_khz = 3201000;
+  h200.memory_bus_bits = 6016;
+  {
+    Database db(path);
+    db.put_result(row(db.ensure_device(h200), "A=1", 1.0));
+    ASSERT_EQ(db.devices().size(), 1u);
+    EXPECT_EQ(db.devices()[0].memory_clock_khz, 3201000);
+    EXPECT_EQ(db.devices()[0].memory_bus_bits, 6016);
+    EXPECT_EQ(db.results({}).at(0).device.memory_bus_bits, 6016);
+  }
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(h, "ALTER TABLE devices DROP COLUMN memory_bus_bits; PRAGMA user_version=6",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(h);
+  {
+    Database old(path, Database::Mode::kReadOnly);  // read as it is
+    EXPECT_EQ(old.schema_version(), 6);
+    ASSERT_EQ(old.devices().size(), 1u);
+    EXPECT_EQ(old.devices()[0].memory_clock_khz, 3201000);  // a column since v1
+    EXPECT_EQ(old.devices()[0].memory_bus_bits, 0);         // not known
+    const auto rows = old.results({});
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].device.memory_bus_bits, 0);
+    EXPECT_EQ(rows[0].config, "A=1");
+  }
+  {
+    Database db(path);
+    EXPECT_EQ(db.schema_version(), Database::kSchemaVersion);
+    EXPECT_EQ(db.devices().at(0).memory_bus_bits, 0);
+    const std::int64_t id = db.ensure_device(h200);  // the GPU, measured again
+    ASSERT_EQ(db.devices().size(), 1u);
+    EXPECT_EQ(db.devices()[0].id, id);
+    EXPECT_EQ(db.devices()[0].memory_bus_bits, 6016);
+    DeviceInfo other = h200;  // another reading of one identity never rewrites a known memory
+    other.memory_clock_khz = 2619000;
+    other.memory_bus_bits = 5120;
+    EXPECT_EQ(db.ensure_device(other), id);
+    EXPECT_EQ(db.devices()[0].memory_clock_khz, 3201000);
+    EXPECT_EQ(db.devices()[0].memory_bus_bits, 6016);
+    EXPECT_EQ(db.results({}).at(0).device.memory_clock_khz, 3201000);
+  }
 }
 
 // Connections opening one new file at once: each checks the file's identity while another may be

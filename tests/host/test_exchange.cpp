@@ -42,7 +42,12 @@ DeviceInfo device(const std::string& name, int major, int minor, int sms) {
   return d;
 }
 const DeviceInfo kH100 = device("NVIDIA H100 80GB HBM3", 9, 0, 132);
-const DeviceInfo kH200 = device("NVIDIA H200", 9, 0, 132);
+const DeviceInfo kH200 = [] {
+  DeviceInfo d = device("NVIDIA H200", 9, 0, 132);
+  d.memory_clock_khz = 3201000;  // as an H200's driver gives them
+  d.memory_bus_bits = 6016;
+  return d;
+}();
 const DeviceInfo kA100 = device("NVIDIA A100-SXM4-80GB", 8, 0, 108);
 
 const Family& ew() { return find_family("elementwise"); }
@@ -340,6 +345,22 @@ TEST(Exchange, ExportImportRoundTripThroughAFile) {
     EXPECT_EQ(t.run_id, 0);
   }
   EXPECT_EQ(b.devices().size(), 2u);
+  // The memory of each GPU travels with its rows where it is known (fill() measured the H200
+  // with it, the H100 without), so that a lookup without the GPU knows its bandwidth.
+  for (const auto& e : doc["results"]) {
+    if (e["device"]["name"] == kH200.name) {
+      EXPECT_EQ(e["device"]["memory_clock_khz"], kH200.memory_clock_khz);
+      EXPECT_EQ(e["device"]["memory_bus_bits"], kH200.memory_bus_bits);
+    } else {
+      EXPECT_FALSE(e["device"].contains("memory_clock_khz")) << e["device"].dump();
+      EXPECT_FALSE(e["device"].contains("memory_bus_bits")) << e["device"].dump();
+    }
+  }
+  for (const DeviceRecord& d : b.devices()) {
+    const bool h200 = d.name == kH200.name;
+    EXPECT_EQ(d.memory_clock_khz, h200 ? kH200.memory_clock_khz : 0) << d.name;
+    EXPECT_EQ(d.memory_bus_bits, h200 ? kH200.memory_bus_bits : 0) << d.name;
+  }
   // Importing the same file again changes nothing: equal rows keep what is there.
   ImportSummary again = import_file(b, file, false);
   EXPECT_EQ(again.written.kept, 3u);
@@ -590,6 +611,12 @@ std::vector<Bad> bad_documents() {
       {"SM count beyond int64",
        with([](auto& e) { e["device"]["sm_count"] = std::numeric_limits<std::uint64_t>::max(); }),
        "results[1].device.sm_count"},
+      {"negative memory clock", with([](auto& e) { e["device"]["memory_clock_khz"] = -1; }),
+       "results[1].device.memory_clock_khz: -1 is outside"},
+      {"bus width out of range", with([](auto& e) { e["device"]["memory_bus_bits"] = 100000; }),
+       "results[1].device.memory_bus_bits: 100000 is outside"},
+      {"bus width as text", with([](auto& e) { e["device"]["memory_bus_bits"] = "6016"; }),
+       "results[1].device.memory_bus_bits: must be an integer"},
       {"unknown device field", with([](auto& e) { e["device"]["uuid"] = "GPU-1"; }),
        "results[1].device.uuid: unknown field"},
       {"control character in a name", with([](auto& e) { e["device"]["name"] = "H100\x01"; }),

@@ -12,6 +12,7 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "ktune/error.hpp"
 #include "ktune/version.hpp"
 #include "run_cli.hpp"
+#include "runtime/lookup.hpp"
 #include "synthetic_recording.hpp"
 #include "tuner/thread_pool.hpp"
 
@@ -699,6 +701,69 @@ TEST(Newcomer, AFreshMachineSeesTheShippedResultsWithoutCreatingADatabase) {
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
   EXPECT_NE(unknown.err.find("NVIDIA H200"), std::string::npos) << unknown.err;  // what it knows
   EXPECT_FALSE(fs::exists(dir.file(".cache")));
+}
+
+// explain --gpu answers as the runtime on that GPU would: its model is given the memory the
+// shipped results record for the GPU (an H200's 3201 MHz and 6016 bits, 4.81 TB/s). Before v7 it
+// took an H100's 3.35 TB/s, and answered 98 of 610 GEMM shapes otherwise than the runtime on an
+// H200 (the shapes and the runtime's answers there: bench/results/2026-11-28_h200_explain_*).
+TEST(Newcomer, ExplainForAGpuByNameUsesTheMemoryTheDatabaseRecordsOfIt) {
+  TempDir dir;
+  const std::string env = "env -u KTUNE_DB -u XDG_CACHE_HOME HOME=" + dir.path().string();
+  // A short k: the time is the memory's, so the bandwidth shows in the prediction.
+  const std::string key = "align=4;dtype=f32;k=13;m=15699;n=17375;op=tn";
+  auto r = run_cli({"explain", "gemm", key, "--gpu", "NVIDIA H200"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("3201 MHz, 6016-bit bus (4.81 TB/s), as the database records this GPU"),
+            std::string::npos)
+      << r.out;
+  auto shipped = shipped_database();
+  std::optional<DeviceRecord> h200;
+  for (const DeviceRecord& d : shipped->devices())
+    if (d.name == "NVIDIA H200") h200 = d;
+  ASSERT_TRUE(h200);
+  DeviceInfo device;
+  device.name = h200->name;
+  device.limits = DeviceLimits::for_arch(9, 0);
+  device.limits.sm_count = h200->sm_count;
+  const Family& gemm = find_family("gemm");
+  const Problem problem = gemm.parse_problem(key);
+  const LookupResult without = lookup_config(shipped.get(), device, gemm, problem);
+  device.memory_clock_khz = h200->memory_clock_khz;
+  device.memory_bus_bits = h200->memory_bus_bits;
+  const LookupResult with = lookup_config(shipped.get(), device, gemm, problem);
+  ASSERT_EQ(with.step, LookupStep::kPredicted);
+  ASSERT_TRUE(with.predicted_ms && without.predicted_ms);
+  EXPECT_GT(*without.predicted_ms, *with.predicted_ms * 1.1);  // the shape is the memory's
+  EXPECT_NE(r.out.find("config         " + to_string(with.config) + "\n"), std::string::npos)
+      << r.out;
+  std::ostringstream predicted;
+  predicted << std::fixed << std::setprecision(4) << *with.predicted_ms << " ms on this problem";
+  EXPECT_NE(r.out.find(predicted.str()), std::string::npos) << predicted.str() << "\n" << r.out;
+  // A GPU the database knows without its memory: said, and answered all the same.
+  const std::string path = dir.file("h100.db");
+  {
+    Database db(path);
+    ResultRecord row;
+    DeviceInfo h100 = device;
+    h100.name = "NVIDIA H100 80GB HBM3";
+    h100.memory_clock_khz = 0;
+    h100.memory_bus_bits = 0;
+    row.device_id = db.ensure_device(h100);
+    row.family = "gemm";
+    row.template_hash = gemm.template_hash();
+    row.problem = "align=4;dtype=f32;k=1024;m=1024;n=1024;op=nn";
+    row.config = to_string(gemm.default_config(gemm.parse_problem(row.problem), device.limits));
+    row.status = status::kOk;
+    row.time_min_ms = row.time_median_ms = row.time_max_ms = 0.1;
+    row.repeats = 5;
+    row.metric = 21.0;
+    row.unit = "TFLOPS";
+    db.put_result(row);
+  }
+  auto unknown = run_cli({"explain", "gemm", key, "--gpu", "NVIDIA H100 80GB HBM3", "--db", path});
+  ASSERT_EQ(unknown.exit_code, 0) << unknown.err;
+  EXPECT_NE(unknown.out.find("not recorded for this GPU"), std::string::npos) << unknown.out;
 }
 
 TEST(Newcomer, AReadOnlyCacheFolderStillGivesTheRuntimeTheShippedResults) {

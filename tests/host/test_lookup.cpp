@@ -238,8 +238,8 @@ class Predicted : public ::testing::Test {
   void SetUp() override {
     db_ = std::make_unique<Database>(dir_.file("t.db"));
     h200_ = device("NVIDIA H200", 9, 0, 132);
-    h200_.memory_clock_khz = 2619000;
-    h200_.memory_bus_bits = 6144;
+    h200_.memory_clock_khz = 3201000;  // as an H200 gives them
+    h200_.memory_bus_bits = 6016;
   }
   const Family& gemm() { return find_family("gemm"); }
   Problem p(const std::string& key) { return gemm().parse_problem(key); }
@@ -591,8 +591,8 @@ TEST(PredictedOnTheShippedGrid, LeaveOneOutAnswersNearTheBestMeasured) {
   open_for_writing(shipped);  // a new database: the shipped presets
   const Family& gemm = find_family("gemm");
   DeviceInfo h200 = device("NVIDIA H200", 9, 0, 132);
-  h200.memory_clock_khz = 2619000;
-  h200.memory_bus_bits = 6144;
+  h200.memory_clock_khz = 3201000;  // as an H200 gives them
+  h200.memory_bus_bits = 6016;
   std::map<std::string, std::map<std::string, double>> measured;  // problem -> config -> ms
   {
     Database db(shipped, Database::Mode::kReadOnly);
@@ -648,7 +648,9 @@ TEST(PredictedOnTheShippedGrid, LeaveOneOutAnswersNearTheBestMeasured) {
   // tiles in the presets"), and that is the measure that counts. With each kernel's measurements
   // blended by distance (lookup.cpp, kBlendDistance): 97 known, 0.943, 7 below 0.8 (on the 92
   // known both ways, 0.922 -> 0.941); with the f32 smallest-tile presets
-  // (nvidia-h200-gemm-{grid,cross}-smallest-f32.json): 90 known, 0.941, 6 below.
+  // (nvidia-h200-gemm-{grid,cross}-smallest-f32.json): 90 known, 0.941, 6 below. Those figures
+  // gave the model a memory of 4.02 TB/s; with the H200's own (3201 MHz, 6016 bits: 4.81 TB/s,
+  // which reproduces the runtime's answers on the GPU): 89 known, 0.949, 4 below.
   EXPECT_GE(known, 85);
   EXPECT_GE(geomean, 0.93);
   EXPECT_LE(below, 9);
