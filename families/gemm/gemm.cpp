@@ -59,33 +59,63 @@ struct Geometry {
   std::string why;
 };
 
-// The parameters the geometry and the cost model read, read in one walk of the configuration:
-// the model's predictions (several hundred on a first call of a shape nobody tuned) each read two
-// configurations, and a lookup by name for each value took most of their time.
+// The parameters of a configuration, read in one walk of it: the model's predictions and the
+// rules (several hundred each on a first call of a shape nobody tuned) read them over and over,
+// and a lookup by name for each value took most of their time.
 struct Tile {
-  std::int64_t bk = 0, bm = 0, bn = 0, kcontig = 0, minb = 0, pad = 0, splitk = 0, stages = 0,
-               tm = 0, tn = 0, wm = 0, wn = 0, wniter = 0;
+  std::int64_t bk = 0, bm = 0, bn = 0, kcontig = 0, minb = 0, mma = 0, pad = 0, prefetch = 0,
+               splitk = 0, stages = 0, swizzle = 0, tm = 0, tn = 0, unroll = 0, vec = 0, wm = 0,
+               wn = 0, wniter = 0;
 };
 
 // Every parameter of Tile, with its member, in the order of the names (a Config's order).
 constexpr std::pair<std::string_view, std::int64_t Tile::*> kTileParams[] = {
-    {"BK", &Tile::bk},           {"BM", &Tile::bm},         {"BN", &Tile::bn},
-    {"KCONTIG", &Tile::kcontig}, {"MINB", &Tile::minb},     {"PAD", &Tile::pad},
-    {"SPLITK", &Tile::splitk},   {"STAGES", &Tile::stages}, {"TM", &Tile::tm},
-    {"TN", &Tile::tn},           {"WM", &Tile::wm},         {"WN", &Tile::wn},
-    {"WNITER", &Tile::wniter}};
+    {"BK", &Tile::bk},           {"BM", &Tile::bm},
+    {"BN", &Tile::bn},           {"KCONTIG", &Tile::kcontig},
+    {"MINB", &Tile::minb},       {"MMA", &Tile::mma},
+    {"PAD", &Tile::pad},         {"PREFETCH", &Tile::prefetch},
+    {"SPLITK", &Tile::splitk},   {"STAGES", &Tile::stages},
+    {"SWIZZLE", &Tile::swizzle}, {"TM", &Tile::tm},
+    {"TN", &Tile::tn},           {"UNROLL", &Tile::unroll},
+    {"VEC", &Tile::vec},         {"WM", &Tile::wm},
+    {"WN", &Tile::wn},           {"WNITER", &Tile::wniter}};
 
-Tile read_tile(const Config& c) {
+// Sets of those parameters, a bit each in kTileParams' order.
+using ParamSet = std::uint32_t;
+constexpr ParamSet param_bit(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kTileParams); ++i)
+    if (kTileParams[i].first == name) return ParamSet{1} << i;
+  return 0;
+}
+constexpr ParamSet params_of(std::initializer_list<std::string_view> names) {
+  ParamSet s = 0;
+  for (std::string_view n : names) s |= param_bit(n);
+  return s;
+}
+constexpr ParamSet kAllParams = (ParamSet{1} << std::size(kTileParams)) - 1;
+// What the geometry and the cost model read.
+constexpr ParamSet kModelParams = params_of({"BK", "BM", "BN", "KCONTIG", "MINB", "PAD", "SPLITK",
+                                             "STAGES", "TM", "TN", "WM", "WN", "WNITER"});
+
+// The parameters of `c` (others stay 0); a parameter of `required` that `c` lacks throws as a
+// lookup by name does.
+Tile read_tile(const Config& c, ParamSet required = kModelParams) {
   Tile t;
+  ParamSet found = 0;
   std::size_t i = 0;
   for (auto it = c.begin(); it != c.end() && i < std::size(kTileParams); ++it) {
     const std::string_view name = it->first;
     int order = 0;
     while (i < std::size(kTileParams) && (order = compare_names(kTileParams[i].first, name)) < 0)
-      get(c, kTileParams[i++].first.data());  // missing: throws as get() does
-    if (i < std::size(kTileParams) && order == 0) t.*kTileParams[i++].second = it->second;
+      ++i;
+    if (i < std::size(kTileParams) && order == 0) {
+      t.*kTileParams[i].second = it->second;
+      found |= ParamSet{1} << i++;
+    }
   }
-  if (i < std::size(kTileParams)) get(c, kTileParams[i].first.data());
+  if (const ParamSet missing = required & ~found; missing)
+    for (std::size_t j = 0; j < std::size(kTileParams); ++j)
+      if (missing & (ParamSet{1} << j)) get(c, kTileParams[j].first.data());  // throws
   return t;
 }
 
@@ -226,6 +256,78 @@ class GemmFamily final : public BuiltinFileFamily {
   // The parameters reject_prefix() reads, which the file lists first.
   static constexpr const char* kPrefix[] = {"BM", "BN",     "BK",     "WM",  "WN",  "TM",
                                             "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
+  static constexpr ParamSet kPrefixParams = params_of(
+      {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"});
+
+  // reject_prefix on the parameters read (those of kPrefixParams at least) and the problem's shape
+  // and alignment class.
+  static std::string reject_prefix(const Tile& t, const Shape& s, std::int64_t align,
+                                   const DeviceLimits& limits) {
+    const std::int64_t m = s.m, n = s.n, k = s.k;
+    const std::int64_t bm = t.bm, bn = t.bn, bk = t.bk;
+    const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
+    if (const std::int64_t split = t.splitk; split > 1) {
+      // Split K only to fill a GPU that the m x n tiles leave idle.
+      if (tiles >= limits.sm_count) return "enough tiles without splitting k";
+      if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
+      const KSplit parts = k_split(k, split, bk);
+      // Whole k-tiles per split can leave the last few splits empty (63819 in 128 splits of
+      // 504: 127); the launch runs the splits that are not. Half of them empty is another count.
+      if (2 * parts.splits <= split) return "SPLITK leaves half the splits empty";
+      if (parts.per_split < 4 * bk) return "splits shorter than 4 k-tiles";
+    }
+    const int bytes = s.bytes;
+    const Geometry g = shape_geometry(t);
+    if (!g.why.empty()) return g.why;
+    // 128 or 256 threads: fewer hide less latency, more leave too few registers per thread. Two
+    // warps for the smallest tiles (32 x 32, 32 x 64): small problems and small k need many
+    // blocks more than big ones (cuBLAS runs such tiles there: 3743 x 264 x 103 f32 nt, 32 x 64
+    // tiles of 64 threads; 350 x 182 x 340 f64 tn, 32 x 32 tensor-core tiles).
+    const bool smallest = bm * bn <= 2048;
+    // Where 64 x 64 tiles fill the GPU four times over, the smallest tiles only read A and B
+    // more often.
+    if (smallest && !gemm_smallest_tiles_apply(m, n, limits.sm_count))
+      return "tiles of at most 32 x 64 where 64 x 64 tiles fill the GPU four times over";
+    if (!smallest && (t.wm < 32 || t.wn < 32))
+      return "warp tiles of 16 rows or columns are for block tiles of at most 32 x 64";
+    const bool two_warps = g.threads == 64 && smallest;
+    if ((g.threads != 128 && g.threads != 256 && !two_warps) ||
+        g.threads > limits.max_threads_per_block)
+      return "threads per block other than 128 or 256 (64 for tiles of at most 32 x 64)";
+    // Square thread tiles: the transposed shapes are reached by the warp tile instead.
+    if (t.tm != t.tn) return "TM != TN";
+    // Accumulators per thread: enough FMAs per shared-memory load to approach the FMA peak
+    // (at least 64 for f32, 32 for f64), few enough to stay in registers without spilling.
+    const int min_acc = std::min<int>(bytes == 4 ? 64 : 32, static_cast<int>(t.bm * t.bn / 128));
+    if (g.accumulators > (bytes == 4 ? 128 : 64) || g.accumulators < min_acc)
+      return "thread tile out of range";
+    if (const std::int64_t kind = t.mma; kind) {
+      if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
+      if (limits.cc_major < 8 || (kind >= 2 && limits.cc_major < 9))
+        return "this MMA shape needs a newer GPU (m8n8k4: sm_80, m16n8k*: sm_90)";
+      if (t.bk % (kind <= 2 ? 4 : kind == 3 ? 8 : 16))
+        return "BK is not a multiple of the MMA shape's k";
+      // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value.
+      if (t.tm != 4 || t.tn != 4 || t.wniter != 1) return "MMA takes TM=TN=4, WNITER=1";
+    }
+    const bool ta = s.ta, tb = s.tb;
+    const std::int64_t vec = t.vec;
+    if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
+    if (vec > align) return "VEC exceeds the alignment class of the problem";
+    // Between scalar loads and the widest the problem allows, nothing is gained.
+    if (vec != 1 && vec != std::min<std::int64_t>(align, 16 / bytes))
+      return "VEC between 1 and the widest allowed";
+    const std::int64_t a_contig = ta ? bk : bm, b_contig = tb ? bn : bk;
+    if (a_contig % vec || b_contig % vec) return "VEC does not divide the contiguous tile extent";
+    if ((bm * bk) % (vec * g.threads) || (bn * bk) % (vec * g.threads))
+      return "tiles do not split evenly over the threads";
+    // Tiles larger than the problem waste the whole block: keep one tile that covers it.
+    if ((bm >= 2 * m && bm > 64) || (bn >= 2 * n && bn > 64))
+      return "block tile far larger than the problem";
+    if (t.swizzle > 1 && tiles_m <= t.swizzle) return "SWIZZLE equals SWIZZLE=1 here";
+    if (tiles_m > kMaxDim || tiles > kMaxDim) return "too many tiles for one launch";
+    return {};
+  }
 
  public:
   GemmFamily() : BuiltinFileFamily("gemm") {
@@ -288,98 +390,31 @@ class GemmFamily final : public BuiltinFileFamily {
   std::size_t prefix_params() const override { return std::size(kPrefix); }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
-    const std::int64_t m = p.size("m"), n = p.size("n"), k = p.size("k");
-    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
-    const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
-    if (const std::int64_t split = get(c, "SPLITK"); split > 1) {
-      // Split K only to fill a GPU that the m x n tiles leave idle.
-      if (tiles >= limits.sm_count) return "enough tiles without splitting k";
-      if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
-      const KSplit parts = k_split(k, split, bk);
-      // Whole k-tiles per split can leave the last few splits empty (63819 in 128 splits of
-      // 504: 127); the launch runs the splits that are not. Half of them empty is another count.
-      if (2 * parts.splits <= split) return "SPLITK leaves half the splits empty";
-      if (parts.per_split < 4 * bk) return "splits shorter than 4 k-tiles";
-    }
-    const int bytes = dtype_bytes(p.attr("dtype"));
-    const Geometry g = shape_geometry(c);
-    if (!g.why.empty()) return g.why;
-    // 128 or 256 threads: fewer hide less latency, more leave too few registers per thread. Two
-    // warps for the smallest tiles (32 x 32, 32 x 64): small problems and small k need many
-    // blocks more than big ones (cuBLAS runs such tiles there: 3743 x 264 x 103 f32 nt, 32 x 64
-    // tiles of 64 threads; 350 x 182 x 340 f64 tn, 32 x 32 tensor-core tiles).
-    const bool smallest = bm * bn <= 2048;
-    // Where 64 x 64 tiles fill the GPU four times over, the smallest tiles only read A and B
-    // more often.
-    if (smallest && !gemm_smallest_tiles_apply(m, n, limits.sm_count))
-      return "tiles of at most 32 x 64 where 64 x 64 tiles fill the GPU four times over";
-    if (!smallest && (get(c, "WM") < 32 || get(c, "WN") < 32))
-      return "warp tiles of 16 rows or columns are for block tiles of at most 32 x 64";
-    const bool two_warps = g.threads == 64 && smallest;
-    if ((g.threads != 128 && g.threads != 256 && !two_warps) ||
-        g.threads > limits.max_threads_per_block)
-      return "threads per block other than 128 or 256 (64 for tiles of at most 32 x 64)";
-    // Square thread tiles: the transposed shapes are reached by the warp tile instead.
-    if (get(c, "TM") != get(c, "TN")) return "TM != TN";
-    // Accumulators per thread: enough FMAs per shared-memory load to approach the FMA peak
-    // (at least 64 for f32, 32 for f64), few enough to stay in registers without spilling.
-    const int min_acc =
-        std::min<int>(bytes == 4 ? 64 : 32, static_cast<int>(get(c, "BM") * get(c, "BN") / 128));
-    if (g.accumulators > (bytes == 4 ? 128 : 64) || g.accumulators < min_acc)
-      return "thread tile out of range";
-    if (const std::int64_t kind = get(c, "MMA"); kind) {
-      if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
-      if (limits.cc_major < 8 || (kind >= 2 && limits.cc_major < 9))
-        return "this MMA shape needs a newer GPU (m8n8k4: sm_80, m16n8k*: sm_90)";
-      if (get(c, "BK") % (kind <= 2 ? 4 : kind == 3 ? 8 : 16))
-        return "BK is not a multiple of the MMA shape's k";
-      // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value.
-      if (get(c, "TM") != 4 || get(c, "TN") != 4 || get(c, "WNITER") != 1)
-        return "MMA takes TM=TN=4, WNITER=1";
-    }
-    bool ta, tb;
-    parse_op(p.attr("op"), ta, tb);
-    const std::int64_t vec = get(c, "VEC");
-    if (vec * bytes > 16) return "VEC * element size exceeds 16 bytes";
-    if (vec > p.size("align")) return "VEC exceeds the alignment class of the problem";
-    // Between scalar loads and the widest the problem allows, nothing is gained.
-    if (vec != 1 && vec != std::min<std::int64_t>(p.size("align"), 16 / bytes))
-      return "VEC between 1 and the widest allowed";
-    const std::int64_t a_contig = ta ? bk : bm, b_contig = tb ? bn : bk;
-    if (a_contig % vec || b_contig % vec) return "VEC does not divide the contiguous tile extent";
-    if ((bm * bk) % (vec * g.threads) || (bn * bk) % (vec * g.threads))
-      return "tiles do not split evenly over the threads";
-    // Tiles larger than the problem waste the whole block: keep one tile that covers it.
-    if ((bm >= 2 * m && bm > 64) || (bn >= 2 * n && bn > 64))
-      return "block tile far larger than the problem";
-    if (get(c, "SWIZZLE") > 1 && tiles_m <= get(c, "SWIZZLE"))
-      return "SWIZZLE equals SWIZZLE=1 here";
-    if (tiles_m > kMaxDim || tiles > kMaxDim) return "too many tiles for one launch";
-    return {};
+    return reject_prefix(read_tile(c, kPrefixParams), read_shape(p), p.size("align"), limits);
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {
-    const int bytes = dtype_bytes(p.attr("dtype"));
-    bool ta, tb;
-    parse_op(p.attr("op"), ta, tb);
+    const Shape s = read_shape(p);
+    const int bytes = s.bytes;
+    const bool ta = s.ta, tb = s.tb;
+    const Tile t = read_tile(c, kAllParams);
     // The cheapest tests first: most of the cartesian product fails one of them.
-    const bool mma = get(c, "MMA") != 0;
+    const bool mma = t.mma != 0;
     // (The rest of MMA's rules are in reject_prefix.)
-    if (mma && (get(c, "PREFETCH") || get(c, "UNROLL"))) return "MMA takes PREFETCH=0, UNROLL=0";
-    if (get(c, "STAGES") >= 3 && limits.cc_major < 8) return "cp.async stages need sm_80 or newer";
-    if (const std::int64_t kc = get(c, "KCONTIG"); kc) {
+    if (mma && (t.prefetch || t.unroll)) return "MMA takes PREFETCH=0, UNROLL=0";
+    if (t.stages >= 3 && limits.cc_major < 8) return "cp.async stages need sm_80 or newer";
+    if (const std::int64_t kc = t.kcontig; kc) {
       if (!ta && tb) return "KCONTIG without an operand that is k-contiguous in memory (op nt)";
       if (mma) return "KCONTIG is for the FMA units";
       if (kc * bytes > 16) return "KCONTIG * element size exceeds 16 bytes";
-      if (get(c, "PREFETCH")) return "KCONTIG reads k-steps in groups: no PREFETCH";
-      if (get(c, "BK") % kc || (get(c, "UNROLL") && get(c, "UNROLL") % kc))
-        return "KCONTIG must divide BK and the unroll";
+      if (t.prefetch) return "KCONTIG reads k-steps in groups: no PREFETCH";
+      if (t.bk % kc || (t.unroll && t.unroll % kc)) return "KCONTIG must divide BK and the unroll";
     }
-    if (std::string why = reject_prefix(c, p, limits); !why.empty()) return why;
-    const Geometry g = geometry(c, bytes, ta, tb);
-    const std::int64_t bk = get(c, "BK");
+    if (std::string why = reject_prefix(t, s, p.size("align"), limits); !why.empty()) return why;
+    const Geometry g = geometry(t, bytes, ta, tb);
+    const std::int64_t bk = t.bk;
     if (g.smem > limits.smem_per_block_optin) return "shared memory exceeds the per-block limit";
-    if (const std::int64_t minb = get(c, "MINB"); minb > 1) {
+    if (const std::int64_t minb = t.minb; minb > 1) {
       // The register cap __launch_bounds__ derives: whole warps of 256-register granules.
       const int cap =
           std::min(255, limits.regs_per_sm / static_cast<int>(minb * g.threads) / 8 * 8);
@@ -387,9 +422,8 @@ class GemmFamily final : public BuiltinFileFamily {
       // Accumulators and one set of fragments in 32-bit registers, plus addressing.
       const int words = bytes / 4;
       // (KCONTIG: a k-contiguous operand's fragments are KCONTIG k-steps deep).
-      const std::int64_t kc = std::max<std::int64_t>(1, get(c, "KCONTIG"));
-      const auto fragments = g.wm_iter * get(c, "TM") * (ta ? kc : 1) +
-                             get(c, "WNITER") * get(c, "TN") * (tb ? 1 : kc);
+      const std::int64_t kc = std::max<std::int64_t>(1, t.kcontig);
+      const auto fragments = g.wm_iter * t.tm * (ta ? kc : 1) + t.wniter * t.tn * (tb ? 1 : kc);
       const auto need = (g.accumulators + fragments) * words + 24;
       if (cap < need) return "MINB leaves fewer registers than the accumulators need";
       if (minb * (g.smem + 1024) > limits.smem_per_sm)
@@ -399,15 +433,14 @@ class GemmFamily final : public BuiltinFileFamily {
     // Padding only matters where a tile is stored transposed into shared memory, or kept
     // k-contiguous (KCONTIG is refused above where no operand is), or read by the tensor cores
     // (their fragments read four k rows at once: padding spreads them over the banks).
-    if (get(c, "PAD") > 0 && !ta && tb && !mma)
-      return "PAD without a transposed shared-memory store";
-    const std::int64_t unroll = get(c, "UNROLL");
+    if (t.pad > 0 && !ta && tb && !mma) return "PAD without a transposed shared-memory store";
+    const std::int64_t unroll = t.unroll;
     if (unroll != 0 && (bk % unroll || unroll >= bk))
       return "UNROLL must be an even divisor below BK";
     // The prefetch ping-pong indexes fragments by k parity: only a full unroll keeps them in
     // registers. A single stage is the plain baseline: no prefetch, full unroll.
-    if (unroll != 0 && get(c, "PREFETCH")) return "PREFETCH needs the k loop fully unrolled";
-    if (get(c, "STAGES") == 1 && (get(c, "PREFETCH") || unroll != 0))
+    if (unroll != 0 && t.prefetch) return "PREFETCH needs the k loop fully unrolled";
+    if (t.stages == 1 && (t.prefetch || unroll != 0))
       return "STAGES=1 is the unbuffered baseline (no prefetch, full unroll)";
     return {};
   }
@@ -426,10 +459,19 @@ class GemmFamily final : public BuiltinFileFamily {
     // A result tuned for another problem: keep its tiles, drop what this problem cannot use.
     Config c = config;
     if (!c.count("VEC") || !c.count("SPLITK") || !c.count("SWIZZLE")) return c;
-    c["VEC"] = std::min<std::int64_t>(c["VEC"], p.size("align"));
-    while (c["VEC"] > 1 && reject(c, p, limits).find("VEC") != std::string::npos) c["VEC"] /= 2;
-    if (reject(c, p, limits).find("SWIZZLE") != std::string::npos) c["SWIZZLE"] = 1;
-    if (c["SPLITK"] > 1 && !reject(c, p, limits).empty()) c["SPLITK"] = 1;
+    std::int64_t& vec = c["VEC"];
+    vec = std::min<std::int64_t>(vec, p.size("align"));
+    // Each rule asked once of each configuration this walks through (`why` is always c's).
+    std::string why = reject(c, p, limits);
+    while (vec > 1 && why.find("VEC") != std::string::npos) {
+      vec /= 2;
+      why = reject(c, p, limits);
+    }
+    if (why.find("SWIZZLE") != std::string::npos) {
+      c["SWIZZLE"] = 1;
+      why = reject(c, p, limits);
+    }
+    if (c["SPLITK"] > 1 && !why.empty()) c["SPLITK"] = 1;
     return c;
   }
 
