@@ -427,17 +427,6 @@ Database::Database(const std::string& path, Mode mode) : path_(path), mode_(mode
   }
 }
 
-namespace {
-// Whether a WAL database's log may hold pages not yet in the file: a -wal file that is not empty
-// (a writer's connection leaves an empty one behind as it closes: SQLITE_FCNTL_PERSIST_WAL).
-bool wal_holds_pages(const std::string& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path + "-wal", ec);
-  if (ec) return fs::exists(path + "-wal", ec);  // there, yet unreadable: assume it does
-  return size > 0;
-}
-}  // namespace
-
 void Database::open_file() {
   // Anything but a regular file is refused before SQLite sees it: opening a FIFO blocks until
   // a writer comes, a device is no database. stat() follows links, as SQLite's open does.
@@ -471,7 +460,7 @@ void Database::open_file() {
     // shared-memory file beside it. With no -wal file no writer is active, so the file is read
     // as it stands (SQLite's immutable mode takes no locks and needs no -shm).
     if (mode_ != Mode::kReadOnly || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) ||
-        folder_writable(path_) || wal_holds_pages(path_))
+        folder_writable(path_) || fs::exists(path_ + "-wal"))
       throw;
     db_.reset();
     db_ = std::make_unique<SQLite::Database>(
@@ -586,15 +575,6 @@ void Database::choose_journal() {
     }
   }
   db_->exec(journal == "wal" ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL");
-  if (journal == "wal") {
-    // The -wal and -shm files stay when the last connection closes (emptied: the close
-    // checkpoints, and the size limit truncates the log to nothing), so that the next process
-    // does not create both again: on the host that was 0.1 to 0.2 ms of a Runtime's 0.8 to 1 ms
-    // database open, which its first call waits for.
-    int persist = 1;
-    sqlite3_file_control(db_->getHandle(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-    db_->exec("PRAGMA journal_size_limit=67108864");
-  }
   // No memory map (PRAGMA mmap_size), though it cut a first lookup's reads by 0.4 of 2.5 ms on
   // the host: a file truncated or failing under a mapped read is a SIGBUS that ends the
   // application, where SQLite's own reads return an error (tried in 1942e37, and before).
