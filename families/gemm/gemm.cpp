@@ -87,10 +87,14 @@ constexpr ParamSet param_bit(std::string_view name) {
     if (kTileParams[i].first == name) return ParamSet{1} << i;
   return 0;
 }
-constexpr ParamSet params_of(std::initializer_list<std::string_view> names) {
+template <typename Names>
+constexpr ParamSet params_of(const Names& names) {
   ParamSet s = 0;
   for (std::string_view n : names) s |= param_bit(n);
   return s;
+}
+constexpr ParamSet params_of(std::initializer_list<std::string_view> names) {
+  return params_of<std::initializer_list<std::string_view>>(names);
 }
 constexpr ParamSet kAllParams = (ParamSet{1} << std::size(kTileParams)) - 1;
 // What the geometry and the cost model read.
@@ -136,14 +140,6 @@ Geometry shape_geometry(const Tile& t) {
     return g.why = "a sub-tile must hold exactly 32 thread tiles", g;
   g.accumulators = static_cast<int>(g.wm_iter * tm * wni * tn);
   return g;
-}
-
-// (A prefix of the space has the shape's parameters alone.)
-Geometry shape_geometry(const Config& c) {
-  Tile t;
-  t.bm = get(c, "BM"), t.bn = get(c, "BN"), t.wm = get(c, "WM"), t.wn = get(c, "WN");
-  t.tm = get(c, "TM"), t.tn = get(c, "TN"), t.wniter = get(c, "WNITER");
-  return shape_geometry(t);
 }
 
 Geometry geometry(const Tile& t, int bytes, bool ta, bool tb) {
@@ -256,8 +252,7 @@ class GemmFamily final : public BuiltinFileFamily {
   // The parameters reject_prefix() reads, which the file lists first.
   static constexpr const char* kPrefix[] = {"BM", "BN",     "BK",     "WM",  "WN",  "TM",
                                             "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
-  static constexpr ParamSet kPrefixParams = params_of(
-      {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"});
+  static constexpr ParamSet kPrefixParams = params_of(kPrefix);
 
   // reject_prefix on the parameters read (those of kPrefixParams at least) and the problem's shape
   // and alignment class.
