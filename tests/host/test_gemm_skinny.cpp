@@ -3,10 +3,12 @@
 // splitting, and real NVRTC compiles of both kernels and the split reduction.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "families/family.hpp"
 #include "families/gemm/gemm.hpp"
+#include "families/gemm/skinny_rules.hpp"
 #include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "platform/nvrtc.hpp"
@@ -189,6 +191,33 @@ TEST(GemmSkinny, AdaptKeepsTheBlockAndSplitsForTheTarget) {
   EXPECT_EQ(f.reject(t, thirteen, kH100), "") << to_string(t);
   EXPECT_EQ(t.at("ROWS"), 4) << to_string(t);
   EXPECT_EQ(t.at("THREADS"), 128);
+}
+
+// k is split so that the blocks spread evenly over the SMs, not only until they give 32 warps per
+// SM: the H200's winner of 1 x 4096 x 4096 nt (256 rows a block, 16 blocks) adapted to
+// 1 x 4251 x 6796 nt has 17 blocks of rows, whose 16 splits put 3 blocks on some SMs and 2.06 on
+// average (0.75 x cuBLAS there; 41.5 us with 128 splits against 48 with 16, same kernel). Where
+// the fewest splits already spread evenly (4096 rows), more would only add partial sums.
+TEST(GemmSkinny, AdaptSplitsKToSpreadTheBlocksOverTheSMs) {
+  const Family& f = find_family("gemm_skinny");
+  const Config c = {{"THREADS", 512}, {"ROWS", 1},    {"VEC", 4},    {"KWARPS", 8},
+                    {"UNROLL", 2},    {"SPLITK", 32}, {"GROUPS", 0}, {"MMA", 0}};
+  auto imbalance = [&](std::int64_t rows, std::int64_t k, std::int64_t split) {
+    const double blocks =
+        static_cast<double>((rows + 255) / 256 * skinny::k_parts(k, split, 4).splits);
+    return std::ceil(blocks / kH100.sm_count) / (blocks / kH100.sm_count);
+  };
+  const Problem odd = gemm_skinny_problem("f32", false, true, 1, 4251, 6796, 4);
+  const Config a = f.adapt(c, odd, kH100);
+  EXPECT_EQ(f.reject(a, odd, kH100), "") << to_string(a);
+  EXPECT_EQ(a.at("THREADS"), 512);
+  EXPECT_EQ(a.at("KWARPS"), 8);
+  EXPECT_GT(imbalance(4251, 6796, 16), 1.4);  // what the fewest splits gave
+  EXPECT_GT(a.at("SPLITK"), 16) << to_string(a);
+  EXPECT_LT(imbalance(4251, 6796, a.at("SPLITK")), 1.25) << to_string(a);
+  const Problem even = gemm_skinny_problem("f32", false, true, 1, 4096, 4096, 4);
+  EXPECT_EQ(f.adapt(c, even, kH100).at("SPLITK"), 32);
+  EXPECT_EQ(imbalance(4096, 4096, 32), std::ceil(512.0 / 132) / (512.0 / 132));
 }
 
 // A staged winner (Y in shared memory for row groups) moved to other problems: kept where the
