@@ -585,19 +585,28 @@ std::string shape_label(const RandomGemmShape& r) {
 
 int cmd_bench(const Common& common, const std::string& family_name, const std::string& n_text,
               const std::string& csv, int repeats, const std::string& dtype,
-              const std::string& shape, const std::string& op, std::int64_t batch,
-              const std::string& tc_family) {
+              const std::vector<std::string>& shape_texts, const std::string& op,
+              std::int64_t batch, const std::string& tc_family) {
   // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
   const std::uint64_t n = parse_size(n_text, "--n");
   if (n == 0) throw Error(ErrorCode::kInvalidArgument, "--n: must be at least 1");
   std::vector<GemmShape> shapes = gemm_suite();
-  if (!shape.empty()) {
-    const auto s = parse_shape(shape, 3, "--shape");
+  if (!shape_texts.empty()) shapes.clear();
+  for (const std::string& text : shape_texts) {
+    // MxNxK, or MxNxK:OP with an op of its own.
+    const std::size_t colon = text.find(':');
+    const std::string dims = text.substr(0, colon);
+    const std::string shape_op = colon == std::string::npos ? op : text.substr(colon + 1);
+    if (shape_op != "nn" && shape_op != "nt" && shape_op != "tn" && shape_op != "tt")
+      throw Error(ErrorCode::kInvalidArgument, "--shape " + text +
+                                                   ": the op after ':' must be "
+                                                   "nn, nt, tn or tt");
+    const auto s = parse_shape(dims, 3, "--shape");
     for (int d = 0; d < 3; ++d)
       if (s[d] < 1 || s[d] > 0x7fffffffull)
         throw Error(ErrorCode::kInvalidArgument, "--shape: each dimension must be in [1, 2^31-1]");
-    shapes = {{static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
-               static_cast<std::int64_t>(s[2]), op[0] == 't', op[1] == 't'}};
+    shapes.push_back({static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
+                      static_cast<std::int64_t>(s[2]), shape_op[0] == 't', shape_op[1] == 't'});
   }
   const bool tc = dtype == "bf16" || dtype == "f16" || dtype == "tf32";
   if (!tc_family.empty() && !(family_name == "gemm" && tc))
@@ -606,19 +615,20 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
   if (batch != 1 && !(family_name == "gemm" && tc))
     throw Error(ErrorCode::kInvalidArgument,
                 "--batch: strided batches are benchmarked for --dtype bf16, f16 or tf32 only");
-  if (tc_family == "gemm_tc_skinny" && shape.empty())
+  if (tc_family == "gemm_tc_skinny" && shape_texts.empty())
     throw Error(ErrorCode::kInvalidArgument,
                 "--tc-family gemm_tc_skinny: needs --shape with m or n at most 16 (the suite's "
                 "shapes run on the tensor-core tiles)");
-  if (family_name == "gemm" && tc && !shape.empty()) {
-    // Checked by the family that will run it: the skinny one where the runtime sends the call
+  if (family_name == "gemm" && tc && !shape_texts.empty()) {
+    // Checked by the family that will run each: the skinny one where the runtime sends the call
     // (any op, tf32 included) or where --tc-family names it, else the tensor-core one.
-    const GemmShape& s = shapes[0];
-    const bool skinny = tc_family == "gemm_tc_skinny" ||
-                        (tc_family.empty() && gemm_tc_is_skinny(dtype, s.m, s.n, batch));
-    Problem p = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
-    if (skinny) p.family = gemm_tc_skinny_family().name();
-    (skinny ? gemm_tc_skinny_family() : gemm_tc_family()).validate(p);
+    for (const GemmShape& s : shapes) {
+      const bool skinny = tc_family == "gemm_tc_skinny" ||
+                          (tc_family.empty() && gemm_tc_is_skinny(dtype, s.m, s.n, batch));
+      Problem p = gemm_tc_bench_problem(dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, batch);
+      if (skinny) p.family = gemm_tc_skinny_family().name();
+      (skinny ? gemm_tc_skinny_family() : gemm_tc_family()).validate(p);
+    }
   }
 #ifndef KTUNE_HAVE_ANCHORS
   (void)family_name, (void)csv, (void)repeats, (void)dtype, (void)shapes, (void)tc_family;
@@ -703,12 +713,12 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
   }
   if (family_name == "gemm" && tc) {
     std::vector<GemmShape> tc_shapes;
-    if (shape.empty())
+    if (shape_texts.empty())
       for (const TcShape& s : gemm_tc_suite()) tc_shapes.push_back({s.m, s.n, s.k, true, false});
     const Family& tc_fam =
         tc_family.empty() ? gemm_tc_family_for(device.limits()) : find_family(tc_family);
     bench_gemm_tc(runtime, device, cache, stream, flusher, timing, tc_fam, dtype,
-                  shape.empty() ? tc_shapes : shapes, batch, rows, all_verified);
+                  shape_texts.empty() ? tc_shapes : shapes, batch, rows, all_verified);
   } else if (family_name == "gemm") {
     bench_gemm(runtime, device, cache_db, cache, stream, flusher, timing, dtype, shapes, rows,
                all_verified);

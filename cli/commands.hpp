@@ -126,8 +126,8 @@ int cmd_bench_family(const Common& common, const ProblemArgs& problem, const std
 Problem build_problem(const ProblemArgs& a);
 int cmd_bench(const Common& common, const std::string& family, const std::string& n,
               const std::string& csv, int repeats, const std::string& dtype = "all",
-              const std::string& shape = "", const std::string& op = "nn", std::int64_t batch = 1,
-              const std::string& tc_family = "");
+              const std::vector<std::string>& shapes = {}, const std::string& op = "nn",
+              std::int64_t batch = 1, const std::string& tc_family = "");
 
 // ktune strategies --replay RUN: strategies compared on a recorded run (no GPU).
 // Writes an SVG of run `run` (best so far against evaluations and wall time) to `output`

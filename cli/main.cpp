@@ -559,7 +559,8 @@ int main(int argc, char** argv) {
   // ktune bench FAMILY: one subcommand per family, each with the options that apply to it.
   std::string bench_n = "256M", bench_csv;
   int bench_repeats = 30;
-  std::string bench_dtype = "all", bench_shape, bench_op = "nn";
+  std::string bench_dtype = "all", bench_op = "nn";
+  std::vector<std::string> bench_shapes;
   std::int64_t bench_batch = 1;
   std::string bench_tc_family;
   auto* bench =
@@ -586,13 +587,17 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   auto* bench_hist = add_bench(
       "histogram", "byte and float histograms against CUB HistogramEven (1 GiB and 16 MiB)");
-  auto* bench_gemm =
-      add_bench("gemm",
-                "the GEMM suite (or one --shape, or --random-shapes N drawn at random) against "
-                "cuBLAS, and the suite's f64 against cuBLASLt on the FP64 FMA units");
-  bench_gemm->add_option("--shape", bench_shape,
-                         "one MxNxK shape instead of the suite (with --op)");
-  bench_gemm->add_option("--op", bench_op, "with --shape: nn, nt, tn or tt")
+  auto* bench_gemm = add_bench(
+      "gemm",
+      "the GEMM suite (or the --shape shapes, or --random-shapes N drawn at random) against "
+      "cuBLAS, and the suite's f64 against cuBLASLt on the FP64 FMA units");
+  bench_gemm
+      ->add_option("--shape", bench_shapes,
+                   "MxNxK shapes instead of the suite, each in --op or in the op its :OP suffix "
+                   "names (e.g. 1x4096x4096:nt); several after one --shape, or --shape again")
+      ->type_name("MxNxK[:OP]");
+  bench_gemm
+      ->add_option("--op", bench_op, "with --shape: nn, nt, tn or tt, where a shape names none")
       ->check(CLI::IsMember({"nn", "nt", "tn", "tt"}))
       ->capture_default_str();
   bench_gemm
@@ -902,7 +907,7 @@ int main(int argc, char** argv) {
       // The tensor-core suite is op tn (x @ w.T): that is the default op of their --shape.
       const bool tc = bench_dtype == "bf16" || bench_dtype == "f16" || bench_dtype == "tf32";
       if (tc && bench_gemm->get_option("--op")->count() == 0) bench_op = "tn";
-      code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shape,
+      code = cmd_bench(common, family, bench_n, bench_csv, bench_repeats, bench_dtype, bench_shapes,
                        bench_op, bench_batch, bench_tc_family);
     } else if (db_export->parsed()) {
       code = cmd_db_export(common, db_family, db_all, db_best, db_own, db_compact, db_output);
