@@ -483,17 +483,18 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
   return fill_split(c, s, align, t, limits);
 }
 
-// The k split: at least the fewest splits that give the GPU 32 warps per SM (latency hidden by
-// warps, each with its own loads in flight), or the most that are valid; then more where they
-// spread the blocks over the SMs more evenly. The busiest SM sets the time: 17 blocks of rows in
-// 16 splits put 3 blocks on some SMs and 2 on most, and 1 x 4251 x 6796 nt (f32, 256 rows a
-// block) ran at 0.75 x cuBLAS on the H200 so, where 64 splits (9 blocks on the busiest SM, 8.1
-// on average) read X at 2.7 TB/s instead of 2.4. split_cost weighs that against the partial sums.
+// The k split: the fewest splits that give the GPU 32 warps per SM (latency hidden by warps, each
+// with its own loads in flight), or the most that are valid. Where those leave the busiest SM more
+// than 1.4 x the average of blocks, more splits, the fewest that fill two waves of resident blocks
+// (the scheduler then evens the SMs out). On the H200, 17 blocks of rows in 16 splits (3 blocks
+// on 8 SMs, 2.06 on average) read 1 x 4251 x 6796 nt (f32) at 2.4 TB/s, 64 splits at 2.7 (0.75 ->
+// 0.9 x cuBLAS); splitting further where the busiest SM held 1.24 to 1.3 x the average, into 1.2
+// waves, lost 7 to 11% on five shapes (bench/results/2026-11-29_h200_skinny_split_ab_*).
 Config Rules::fill_split(Config c, const Geometry& s, std::int64_t align, const Types& t,
                          const DeviceLimits& limits) const {
-  Config best = with_split(c, 1);
   const std::int64_t nblocks = blocks(c, s);
-  const std::int64_t warps = nblocks * (get(c, "THREADS") / 32);
+  const std::int64_t threads = get(c, "THREADS");
+  const std::int64_t warps = nblocks * (threads / 32);
   const auto& splits = std::find_if(params_.begin(), params_.end(), [](const Param& q) {
                          return q.name == "SPLITK";
                        })->values;
@@ -503,36 +504,18 @@ Config Rules::fill_split(Config c, const Geometry& s, std::int64_t align, const 
     if (warps * (split / 2) >= 32 * limits.sm_count) break;
     if (reject(with_split(c, split), s, align, t, limits).empty()) least = split;
   }
-  best = with_split(c, least);
-  double best_cost = split_cost(c, s, t, limits, least);
-  for (const std::int64_t split : splits) {
-    if (split <= least) continue;
-    const double cost = split_cost(c, s, t, limits, split);
-    if (cost >= best_cost) continue;
-    Config v = with_split(c, split);
-    if (!reject(v, s, align, t, limits).empty()) continue;
-    best = std::move(v);
-    best_cost = cost;
-  }
-  return best;
-}
-
-// Bytes the busiest SM moves with k in `split` parts: its blocks' part of X (a block's start and
-// its sums counted as 32 more steps of k), and its share of the partial sums, written and then
-// read by the reduction (beyond 32 splits, a warp per result reads a 32-byte sector per sum).
-double Rules::split_cost(const Config& c, const Geometry& s, const Types& t,
-                         const DeviceLimits& limits, std::int64_t split) {
-  const KParts parts = k_parts(s.k, split, t.k_quantum);
   const double sms = limits.sm_count;
-  const double busiest = std::ceil(static_cast<double>(blocks(c, s) * parts.splits) / sms);
-  double bytes = busiest * static_cast<double>(block_rows(c, s.x_kcontig)) *
-                 static_cast<double>(parts.per_split + 32) * t.in_bytes;
-  if (parts.splits > 1) {
-    const double sums = static_cast<double>(parts.splits) * static_cast<double>(s.m * s.n);
-    const double read = parts.splits > 32 ? 32.0 : t.acc_bytes;
-    bytes += sums * (t.acc_bytes + read) / sms;
+  const double spread = static_cast<double>(nblocks * k_parts(s.k, least, t.k_quantum).splits);
+  if (std::ceil(spread / sms) > 1.4 * spread / sms) {
+    const std::int64_t wave =
+        limits.sm_count * std::max<std::int64_t>(1, limits.max_threads_per_sm / threads);
+    for (const std::int64_t split : splits) {
+      if (split <= least || nblocks * k_parts(s.k, split, t.k_quantum).splits < 2 * wave) continue;
+      Config v = with_split(c, split);
+      if (reject(v, s, align, t, limits).empty()) return v;
+    }
   }
-  return bytes;
+  return with_split(c, least);
 }
 
 std::vector<Param> params(std::vector<std::int64_t> vec, const char* vec_help,

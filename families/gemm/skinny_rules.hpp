@@ -84,8 +84,6 @@ class Rules {
  private:
   Config fill_split(Config c, const Geometry& s, std::int64_t align, const Types& t,
                     const DeviceLimits& limits) const;
-  static double split_cost(const Config& c, const Geometry& s, const Types& t,
-                           const DeviceLimits& limits, std::int64_t split);
   std::vector<Param> params_;
   bool extended_ = false;  // GROUPS and MMA among the parameters (params' `extended`)
 };
