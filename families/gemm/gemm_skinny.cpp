@@ -487,8 +487,8 @@ Config Rules::default_config(const Geometry& s, std::int64_t align, const Types&
 // with its own loads in flight), or the most that are valid. Where those leave the busiest SM more
 // than 1.4 x the average of blocks, more splits, the fewest that fill two waves of resident blocks
 // (the scheduler then evens the SMs out). On the H200, 17 blocks of rows in 16 splits (3 blocks
-// on 8 SMs, 2.06 on average) read 1 x 4251 x 6796 nt (f32) at 2.4 TB/s, 64 splits at 2.7 (0.75 ->
-// 0.9 x cuBLAS); splitting further where the busiest SM held 1.24 to 1.3 x the average, into 1.2
+// on 8 SMs, 2.06 on average) read 1 x 4251 x 6796 nt (f32) at 2.1 TB/s, 64 splits at 2.6 (0.75 ->
+// 0.96 x cuBLAS); splitting further where the busiest SM held 1.24 to 1.3 x the average, into 1.2
 // waves, lost 7 to 11% on five shapes (bench/results/2026-11-29_h200_skinny_split_ab_*).
 Config Rules::fill_split(Config c, const Geometry& s, std::int64_t align, const Types& t,
                          const DeviceLimits& limits) const {
