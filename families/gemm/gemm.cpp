@@ -939,6 +939,16 @@ std::vector<GemmGridShape> gemm_grid() {
       {{800, 800, 300000, N, T}, "huge-k"},
       {{40, 700, 400000, N, N}, "huge-k"},
       {{400, 300, 80000, T, T}, "huge-k"},
+      // Outputs of one side 120 to 900 (the presets stage's lowest class on seed 20261911: 0.55 to
+      // 0.88 x cuBLAS in f32), each op; tuned on the H200 with the cross measurements of every
+      // winner on them (nvidia-h200-gemm-{grid,cross}-hugek.json).
+      {{150, 200, 500000, N, N}, "huge-k"},
+      {{600, 250, 700000, N, T}, "huge-k"},
+      {{120, 300, 100000, N, T}, "huge-k"},
+      {{300, 300, 300000, T, N}, "huge-k"},
+      {{900, 300, 40000, T, T}, "huge-k"},
+      {{250, 500, 150000, T, T}, "huge-k"},
+      {{400, 160, 1000000, N, N}, "huge-k"},
   };
   // m or n at most 16 (the skinny kernels): matrix-vector, 4, 8, 12 and 16 columns, either side
   // short, every op (4 and 12 added where the nearest of 1 and 8 had answered 3 to 14 columns;
