@@ -590,17 +590,15 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
   // Bad arguments first (exit 2), then a missing device (exit 3), whatever the build.
   const std::uint64_t n = parse_size(n_text, "--n");
   if (n == 0) throw Error(ErrorCode::kInvalidArgument, "--n: must be at least 1");
-  std::vector<GemmShape> shapes = gemm_suite();
-  if (!shape_texts.empty()) shapes.clear();
+  std::vector<GemmShape> shapes;
   for (const std::string& text : shape_texts) {
     // MxNxK, or MxNxK:OP with an op of its own.
     const std::size_t colon = text.find(':');
     const std::string dims = text.substr(0, colon);
     const std::string shape_op = colon == std::string::npos ? op : text.substr(colon + 1);
     if (shape_op != "nn" && shape_op != "nt" && shape_op != "tn" && shape_op != "tt")
-      throw Error(ErrorCode::kInvalidArgument, "--shape " + text +
-                                                   ": the op after ':' must be "
-                                                   "nn, nt, tn or tt");
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--shape " + text + ": the op after ':' must be nn, nt, tn or tt");
     const auto s = parse_shape(dims, 3, "--shape");
     for (int d = 0; d < 3; ++d)
       if (s[d] < 1 || s[d] > 0x7fffffffull)
@@ -608,6 +606,7 @@ int cmd_bench(const Common& common, const std::string& family_name, const std::s
     shapes.push_back({static_cast<std::int64_t>(s[0]), static_cast<std::int64_t>(s[1]),
                       static_cast<std::int64_t>(s[2]), shape_op[0] == 't', shape_op[1] == 't'});
   }
+  if (shapes.empty()) shapes = gemm_suite();
   const bool tc = dtype == "bf16" || dtype == "f16" || dtype == "tf32";
   if (!tc_family.empty() && !(family_name == "gemm" && tc))
     throw Error(ErrorCode::kInvalidArgument,

@@ -93,13 +93,11 @@ constexpr ParamSet params_of(const Names& names) {
   for (std::string_view n : names) s |= param_bit(n);
   return s;
 }
-constexpr ParamSet params_of(std::initializer_list<std::string_view> names) {
-  return params_of<std::initializer_list<std::string_view>>(names);
-}
 constexpr ParamSet kAllParams = (ParamSet{1} << std::size(kTileParams)) - 1;
 // What the geometry and the cost model read.
-constexpr ParamSet kModelParams = params_of({"BK", "BM", "BN", "KCONTIG", "MINB", "PAD", "SPLITK",
-                                             "STAGES", "TM", "TN", "WM", "WN", "WNITER"});
+constexpr const char* kModelNames[] = {"BK",     "BM", "BN", "KCONTIG", "MINB", "PAD",   "SPLITK",
+                                       "STAGES", "TM", "TN", "WM",      "WN",   "WNITER"};
+constexpr ParamSet kModelParams = params_of(kModelNames);
 
 // The parameters of `c` (others stay 0); a parameter of `required` that `c` lacks throws as a
 // lookup by name does.

@@ -203,9 +203,10 @@ TEST(GemmSkinny, AdaptSplitsKToSpreadTheBlocksOverTheSMs) {
   const Family& f = find_family("gemm_skinny");
   const Config c = {{"THREADS", 512}, {"ROWS", 1},    {"VEC", 4},    {"KWARPS", 8},
                     {"UNROLL", 2},    {"SPLITK", 32}, {"GROUPS", 0}, {"MMA", 0}};
+  const std::int64_t block = skinny::Rules::block_rows(c, false);  // 256 rows
   auto imbalance = [&](std::int64_t rows, std::int64_t k, std::int64_t split) {
     const double blocks =
-        static_cast<double>((rows + 255) / 256 * skinny::k_parts(k, split, 4).splits);
+        static_cast<double>((rows + block - 1) / block * skinny::k_parts(k, split, 4).splits);
     return std::ceil(blocks / kH100.sm_count) / (blocks / kH100.sm_count);
   };
   const Problem odd = gemm_skinny_problem("f32", false, true, 1, 4251, 6796, 4);
