@@ -139,6 +139,45 @@ Config Family::default_config_within(const Problem& problem, const DeviceLimits&
   return c;
 }
 
+namespace {
+
+// Family::space_rules by default: the configuration as a Config (the prefix's alone as another),
+// its values written in place, and reject_prefix() and reject() asked of it.
+class ByNameRules final : public SpaceRules {
+ public:
+  ByNameRules(const Family& family, const Problem& problem, const DeviceLimits& limits)
+      : family_(family), problem_(problem), limits_(limits) {
+    const auto& params = family.params();
+    const std::size_t prefix = std::min(family.prefix_params(), params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      slot_.push_back(&full_[params[i].name]);
+      if (i < prefix) head_slot_.push_back(&head_[params[i].name]);
+    }
+  }
+  bool prefix_ok(const std::int64_t* values) override {
+    for (std::size_t i = 0; i < head_slot_.size(); ++i) *head_slot_[i] = values[i];
+    return family_.reject_prefix(head_, problem_, limits_).empty();
+  }
+  bool ok(const std::int64_t* values) override {
+    for (std::size_t i = 0; i < slot_.size(); ++i) *slot_[i] = values[i];
+    return family_.reject(full_, problem_, limits_).empty();
+  }
+
+ private:
+  const Family& family_;
+  const Problem& problem_;
+  const DeviceLimits& limits_;
+  Config head_, full_;
+  std::vector<std::int64_t*> head_slot_, slot_;
+};
+
+}  // namespace
+
+std::unique_ptr<SpaceRules> Family::space_rules(const Problem& problem,
+                                                const DeviceLimits& limits) const {
+  return std::make_unique<ByNameRules>(*this, problem, limits);
+}
+
 Config Family::normalize(Config config) const {
   for (const auto& p : params())
     if (!config.count(p.name) && !p.values.empty()) config[p.name] = p.values.front();

@@ -72,6 +72,17 @@ struct LaunchPlan {
   std::vector<Argument> arguments;
 };
 
+// Family::space_rules: whether a configuration, given as its values in the order of the family's
+// params(), passes the family's rules for one problem on one device.
+class SpaceRules {
+ public:
+  virtual ~SpaceRules() = default;
+  // reject_prefix() accepts the first prefix_params() values.
+  virtual bool prefix_ok(const std::int64_t* values) = 0;
+  // reject() accepts all of them.
+  virtual bool ok(const std::int64_t* values) = 0;
+};
+
 // metric = work / time in the family's unit (GB/s: 1e9 bytes per second; TFLOPS: 1e12 flop/s).
 double metric_of(double work, double median_ms, const std::string& unit);
 
@@ -139,6 +150,13 @@ class Family {
   virtual std::string reject_prefix(const Config&, const Problem&, const DeviceLimits&) const {
     return {};
   }
+  // reject_prefix() and reject() for one problem and device, asked of configurations given as
+  // their values in params() order: what SearchSpace walks (up to 480k configurations of a GEMM
+  // with a huge k). By default a Config updated in place and the two calls above; a family whose
+  // reject() reads the problem and looks its parameters up by name on every call reads them once
+  // here instead. Refers to `problem` and `limits`, which must outlive it.
+  virtual std::unique_ptr<SpaceRules> space_rules(const Problem& problem,
+                                                  const DeviceLimits& limits) const;
   // Reason the compiled kernel cannot run (registers, shared memory), or "".
   virtual std::string reject_compiled(const Config&, const Problem&, const DeviceLimits&,
                                       const FunctionResources&) const {

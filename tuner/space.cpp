@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 
 #include "families/family.hpp"
 #include "ktune/error.hpp"
@@ -39,14 +40,12 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
   check_only(family, only);
   const auto& params = family.params();
   // The values each parameter takes here (a subset where `only` names it), walked as an
-  // odometer over one configuration updated in place, last parameter fastest. The family's
-  // prefix parameters are walked first: a prefix it rules out skips all the rest at once.
+  // odometer over one configuration's values in params() order, last parameter fastest. The
+  // family's prefix parameters are walked first: a prefix it rules out skips all the rest at once.
   const std::size_t n = params.size();
   if (n == 0) return;
   const std::size_t prefix = std::min(family.prefix_params(), n);
   std::vector<std::vector<std::int64_t>> values(n);
-  Config c;
-  std::vector<std::int64_t*> slot(n);
   for (std::size_t i = 0; i < n; ++i) {
     auto held = only.find(params[i].name);
     for (std::int64_t v : params[i].values)
@@ -54,14 +53,21 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
           std::find(held->second.begin(), held->second.end(), v) != held->second.end())
         values[i].push_back(v);
     if (values[i].empty()) return;
-    slot[i] = &c[params[i].name];
   }
+  // Rows are stored in name order (a Config's): the parameter each column takes its value from.
+  std::vector<std::size_t> column(n);
+  for (std::size_t i = 0; i < n; ++i) column[i] = i;
+  std::sort(column.begin(), column.end(),
+            [&](std::size_t a, std::size_t b) { return params[a].name < params[b].name; });
+  for (std::size_t i : column) names_.push_back(params[i].name);
+  const std::unique_ptr<SpaceRules> rules = family.space_rules(problem, limits);
+  std::vector<std::int64_t> row(n);
   std::size_t rest = 1;  // combinations of the parameters after the prefix
   for (std::size_t i = prefix; i < n; ++i) rest *= values[i].size();
   std::vector<std::size_t> digit(n, 0);
   // Visits every combination of parameters [lo, hi), the others held.
   auto walk = [&](std::size_t lo, std::size_t hi, auto&& visit) {
-    for (std::size_t i = lo; i < hi; ++i) digit[i] = 0, *slot[i] = values[i][0];
+    for (std::size_t i = lo; i < hi; ++i) digit[i] = 0, row[i] = values[i][0];
     while (true) {
       visit();
       std::size_t i = hi;
@@ -69,32 +75,27 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
         if (i == lo) return;
         --i;
         if (++digit[i] < values[i].size()) {
-          *slot[i] = values[i][digit[i]];
+          row[i] = values[i][digit[i]];
           break;
         }
         digit[i] = 0;
-        *slot[i] = values[i][0];
+        row[i] = values[i][0];
       }
     }
   };
   walk(0, prefix, [&] {
-    if (prefix > 0) {
-      Config head;
-      for (std::size_t i = 0; i < prefix; ++i) head[params[i].name] = *slot[i];
-      if (!family.reject_prefix(head, problem, limits).empty()) {
-        total_ += rest;
-        return;
-      }
+    if (prefix > 0 && !rules->prefix_ok(row.data())) {
+      total_ += rest;
+      return;
     }
     walk(prefix, n, [&] {
       ++total_;
-      if (family.reject(c, problem, limits).empty()) {
-        for (const auto& entry : c) values_.push_back(entry.second);
+      if (rules->ok(row.data())) {
+        for (std::size_t i : column) values_.push_back(row[i]);
         ++size_;
       }
     });
   });
-  for (const auto& entry : c) names_.push_back(entry.first);
   values_.shrink_to_fit();
   build_index();
 }

@@ -67,15 +67,18 @@ TEST(SearchSpace, OnlyHoldsParametersToTheGivenValues) {
 
 TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
   // GEMM rules out most tile shapes, split-K counts, tensor-core shapes, vector widths and
-  // rasterization groups by its first 12 parameters and skips the rest of those combinations;
-  // here the whole product (narrowed by `only`) is walked by brute force instead.
+  // rasterization groups by its first 12 parameters and skips the rest of those combinations, and
+  // asks its rules of each configuration's values by position (Family::space_rules); here the
+  // whole product (narrowed by `only`) is walked by brute force instead, through reject() on a
+  // Config.
   const Family& gemm = find_family("gemm");
   ASSERT_GT(gemm.prefix_params(), 0u);
   const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
-  const SearchSpace::Only only = {{"SPLITK", {1, 4}}, {"MMA", {0, 2}}, {"MINB", {1, 2}},
-                                  {"SWIZZLE", {1}},   {"UNROLL", {0}}, {"STAGES", {2, 3}}};
-  for (const char* key : {"align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn",
-                          "align=2;dtype=f64;k=9000;m=64;n=200;op=tn"}) {
+  const SearchSpace::Only only = {{"SPLITK", {1, 4, 64}}, {"MMA", {0, 2}}, {"MINB", {1, 2}},
+                                  {"SWIZZLE", {1}},       {"UNROLL", {0}}, {"STAGES", {2, 3}}};
+  for (const char* key :
+       {"align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn", "align=2;dtype=f64;k=9000;m=64;n=200;op=tn",
+        "align=1;dtype=f64;k=700000;m=600;n=250;op=nt"}) {
     const Problem p = Problem::parse("gemm", key);
     SearchSpace pruned(gemm, p, limits, only);
     std::vector<std::vector<std::int64_t>> values;
