@@ -952,10 +952,24 @@ std::vector<GemmGridShape> gemm_grid() {
       {{120, 4000, 1500, N, N}, "general"},
       {{700, 900, 2500, T, T}, "general"},
       {{1300, 300, 4000, N, T}, "general"},
+      // One side of 150 to 600 against one of 1500 to 16000, k from 400 to 9000, and both of a
+      // few hundred with k = 8000 (most of the presets stage's shapes below 0.80 x cuBLAS on
+      // seeds 20262923-24, both dtypes), each op (nvidia-h200-gemm-{grid,cross}-tail.json).
+      {{3000, 200, 6000, N, T}, "general"},
+      {{4000, 300, 2500, N, N}, "general"},
+      {{600, 400, 8000, N, T}, "general"},
+      {{4000, 600, 9000, N, N}, "general"},
+      {{1600, 300, 700, N, T}, "general"},
+      {{150, 3600, 1200, T, T}, "general"},
+      {{300, 10000, 600, T, T}, "general"},
+      {{1500, 1500, 3000, N, T}, "general"},
+      {{1000, 9000, 9000, T, T}, "general"},
+      {{180, 16000, 400, T, N}, "general"},
       // Tall and wide.
       {{16384, 2048, 1024, T, N}, "tall-wide"},
       {{96, 12000, 2000, T, T}, "tall-wide"},
       {{20000, 200, 1000, N, T}, "tall-wide"},
+      {{12000, 80, 8000, T, T}, "tall-wide"},
       // Small k: a short main loop, the tile's load and store of C dominate.
       {{8192, 8192, 16, N, N}, "small-k"},
       {{4096, 2048, 32, N, T}, "small-k"},
@@ -972,6 +986,7 @@ std::vector<GemmGridShape> gemm_grid() {
       {{640, 1100, 96, T, T}, "small-k"},
       {{3600, 256, 100, N, T}, "small-k"},
       {{300, 2500, 40, T, N}, "small-k"},
+      {{350, 5000, 96, N, N}, "small-k"},
       // Huge k: few tiles, k split over the GPU.
       {{32, 32, 65536, N, N}, "huge-k"},
       {{24, 100, 400000, T, T}, "huge-k"},
@@ -993,6 +1008,9 @@ std::vector<GemmGridShape> gemm_grid() {
       {{900, 300, 40000, T, T}, "huge-k"},
       {{250, 500, 150000, T, T}, "huge-k"},
       {{400, 160, 1000000, N, N}, "huge-k"},
+      // One side under 100 (the tail shapes' other class on seeds 20262923-24).
+      {{80, 400, 500000, T, N}, "huge-k"},
+      {{48, 800, 300000, N, T}, "huge-k"},
   };
   // m or n at most 16 (the skinny kernels): matrix-vector, 4, 8, 12 and 16 columns, either side
   // short, every op (4 and 12 added where the nearest of 1 and 8 had answered 3 to 14 columns;
