@@ -954,7 +954,9 @@ std::vector<GemmGridShape> gemm_grid() {
       {{1300, 300, 4000, N, T}, "general"},
       // One side of 150 to 600 against one of 1500 to 16000, k from 400 to 9000, and both of a
       // few hundred with k = 8000 (most of the presets stage's shapes below 0.80 x cuBLAS on
-      // seeds 20262923-24, both dtypes), each op (nvidia-h200-gemm-{grid,cross}-tail.json).
+      // seeds 20262923-24, both dtypes), each op. Their f64 presets are shipped
+      // (nvidia-h200-gemm-{grid,cross}-tail.json); the f32 ones lowered f32 and are not
+      // (docs/GEMM.md, "The presets stage's tails of one side a few hundred").
       {{3000, 200, 6000, N, T}, "general"},
       {{4000, 300, 2500, N, N}, "general"},
       {{600, 400, 8000, N, T}, "general"},
