@@ -436,7 +436,9 @@ class GemmFamily final : public BuiltinFileFamily {
   std::size_t prefix_params() const override { return std::size(kPrefix); }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
-    return reject_prefix(read_tile(c, kPrefixParams), read_shape(p), p.size("align"), limits);
+    const char* why =
+        reject_prefix(read_tile(c, kPrefixParams), read_shape(p), p.size("align"), limits);
+    return why ? why : "";
   }
 
   std::string reject(const Config& c, const Problem& p, const DeviceLimits& limits) const override {

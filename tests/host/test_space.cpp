@@ -93,6 +93,8 @@ TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
         ++total;
         if (gemm.reject(c, p, limits).empty()) {
           ++accepted;
+          // By name too, reject_prefix() refuses nothing that reject() accepts.
+          EXPECT_EQ(gemm.reject_prefix(c, p, limits), "") << to_string(c);
           EXPECT_NE(pruned.index_of(to_string(c)), SearchSpace::npos) << to_string(c);
         }
         return;
