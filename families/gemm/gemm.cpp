@@ -2,6 +2,7 @@
 #include "families/gemm/gemm.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -455,11 +456,9 @@ class GemmFamily final : public BuiltinFileFamily {
           : shape_(read_shape(p)), align_(p.size("align")), limits_(limits) {
         ParamSet found = 0;
         for (const Param& param : params) {
-          std::int64_t Tile::*member = nullptr;
-          for (std::size_t i = 0; i < std::size(kTileParams); ++i)
-            if (kTileParams[i].first == param.name)
-              member = kTileParams[i].second, found |= ParamSet{1} << i;
-          member_.push_back(member);
+          const ParamSet bit = param_bit(param.name);
+          member_.push_back(bit ? kTileParams[std::countr_zero(bit)].second : nullptr);
+          found |= bit;
         }
         if (found != kAllParams)
           throw Error(ErrorCode::kInternal, "gemm.family.toml lacks a parameter the rules read");
