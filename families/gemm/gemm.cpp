@@ -180,6 +180,8 @@ struct GemmCost {
   // Block-steps (k-tiles) on the busiest SM, weighed by how well the blocks resident there at
   // once keep it busy (fully from 8 warps on: 2 per scheduler).
   double sm_steps = 0;
+  double block_steps = 0;   // the busiest SM's blocks x the k-tiles of each, unweighed
+  double together = 1;      // blocks resident on the busiest SM at once
   double dram_bytes = 0;    // A, B and C once each: the least any tiling moves
   double reduce_bytes = 0;  // split-K partial sums written and read, and C written by the sum
   bool split = false;
@@ -234,7 +236,9 @@ GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) 
   // 1/2 predicted 3.74 (0.5^0.25 = 0.84 predicts 6.3).
   const double busy = std::pow(std::min(1.0, together * warps / 8.0), 0.25);
   GemmCost cost;
-  cost.sm_steps = busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk)) / busy;
+  cost.block_steps = busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk));
+  cost.sm_steps = cost.block_steps / busy;
+  cost.together = together;
   cost.dram_bytes = (m * k + k * n + m * n) * bytes;
   cost.split = splits > 1;
   if (cost.split)
@@ -530,16 +534,32 @@ class GemmFamily final : public BuiltinFileFamily {
     const double bandwidth = device.memory_clock_khz > 0 && device.memory_bus_bits > 0
                                  ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
                                  : 3.35e12;
+    // Split-K partial sums are read back right after they are written: what fits in L2 moves at
+    // about twice the DRAM rate (fitted on the shipped kernels measured at two split counts of
+    // one problem, docs/GEMM.md "Split-K partial sums in L2"). The architecture's L2, not this
+    // GPU's (60 MiB on an H200, 50 for sm_90): the database does not keep it, and `ktune explain
+    // --gpu` must answer as the runtime does.
+    const double l2 = static_cast<double>(
+        DeviceLimits::for_arch(device.limits.cc_major, device.limits.cc_minor).l2_bytes);
     auto side_ms = [&](const GemmCost& c) {
-      return c.split ? c.reduce_bytes / bandwidth * 1e3 + kLaunchMs : 0.0;
+      if (!c.split) return 0.0;
+      const double in_l2 = std::min(c.reduce_bytes, l2);
+      return (in_l2 / 2 + (c.reduce_bytes - in_l2)) / bandwidth * 1e3 + kLaunchMs;
     };
     const GemmCost was = gemm_cost(measured, from, device.limits);
     const GemmCost will = gemm_cost(candidate, to, device.limits);
     if (was.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
     const double loop_ms = std::max(measured_ms - kLaunchMs - side_ms(was), 0.25 * measured_ms);
-    const double per_step = loop_ms / was.sm_steps;
-    double ms = kLaunchMs + std::max(will.sm_steps * per_step, will.dram_bytes / bandwidth * 1e3) +
-                side_ms(will);
+    double loop_will = will.sm_steps * (loop_ms / was.sm_steps);
+    // Fewer blocks sharing an SM than where it was measured: the occupancy law (gemm_cost) keeps a
+    // small block's k-steps about as fast as they were, but a block alone waits on its own loads
+    // (a 32 x 64 f32 tile measured at 4 blocks an SM ran 2.3 x slower than predicted at 1). Each
+    // k-step taking as long as where measured bounds it the other way; the prediction is the
+    // geometric mean of the two (docs/GEMM.md, "Fewer blocks an SM than where measured").
+    if (will.together < was.together)
+      loop_will = std::sqrt(loop_will * will.block_steps * (loop_ms / was.block_steps) *
+                            (was.together / will.together));
+    double ms = kLaunchMs + std::max(loop_will, will.dram_bytes / bandwidth * 1e3) + side_ms(will);
     // Measured on another op: its loads differ; keep a margin for what was not measured.
     if (*from.op != *to.op) ms *= 1.1;
     return ms;
