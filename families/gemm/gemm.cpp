@@ -535,10 +535,9 @@ class GemmFamily final : public BuiltinFileFamily {
                                  ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
                                  : 3.35e12;
     // Split-K partial sums are read back right after they are written: what fits in L2 moves at
-    // about twice the DRAM rate (fitted on the shipped kernels measured at two split counts of
-    // one problem, docs/GEMM.md "Split-K partial sums in L2"). The architecture's L2, not this
-    // GPU's (60 MiB on an H200, 50 for sm_90): the database does not keep it, and `ktune explain
-    // --gpu` must answer as the runtime does.
+    // about twice the DRAM rate (docs/GEMM.md, "Fewer blocks an SM than where measured"). The
+    // architecture's L2, not this GPU's (60 MiB on an H200, 50 for sm_90): the database does not
+    // keep it, and `ktune explain --gpu` must answer as the runtime does.
     const double l2 = static_cast<double>(
         DeviceLimits::for_arch(device.limits.cc_major, device.limits.cc_minor).l2_bytes);
     auto side_ms = [&](const GemmCost& c) {
