@@ -233,7 +233,8 @@ GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) 
   // Fewer warps than 8 slow an SM down far less than in proportion: each warp's loop has ILP of
   // its own. The fourth root fits the H100 (b9cf150): the f64 64x64 tile measured at one 4-warp
   // block per SM (64x64x262144, split 128) ran 6.19 ms at 6657x2098x6275 nt, where a linear
-  // 1/2 predicted 3.74 (0.5^0.25 = 0.84 predicts 6.3).
+  // 1/2 predicted 3.74 (0.5^0.25 = 0.84 predicts 6.3). That is a move to more blocks an SM than
+  // measured; predict_ms slows a move to fewer further.
   const double busy = std::pow(std::min(1.0, together * warps / 8.0), 0.25);
   GemmCost cost;
   cost.block_steps = busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk));
