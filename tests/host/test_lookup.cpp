@@ -32,6 +32,30 @@ DeviceInfo device(const std::string& name, int major, int minor, int sms) {
   return d;
 }
 
+// An H200 as its driver describes it to the model (memory clock and bus: 4.81 TB/s).
+DeviceInfo h200_device() {
+  DeviceInfo d = device("NVIDIA H200", 9, 0, 132);
+  d.memory_clock_khz = 3201000;
+  d.memory_bus_bits = 6016;
+  return d;
+}
+
+// problem -> normalized configuration -> the fastest ok GEMM time of the current template that
+// `device` measured.
+std::map<std::string, std::map<std::string, double>> gemm_times(Database& db,
+                                                                const std::string& device) {
+  const Family& gemm = find_family("gemm");
+  std::map<std::string, std::map<std::string, double>> times;
+  for (const auto& r : db.results({})) {
+    if (r.family != "gemm" || r.status != status::kOk || r.device.name != device ||
+        r.template_hash != gemm.template_hash())
+      continue;
+    double& ms = times[r.problem][to_string(gemm.normalize(parse_config(r.config)))];
+    if (ms == 0 || r.time_median_ms < ms) ms = r.time_median_ms;
+  }
+  return times;
+}
+
 class Lookup : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -239,9 +263,7 @@ class Predicted : public ::testing::Test {
  protected:
   void SetUp() override {
     db_ = std::make_unique<Database>(dir_.file("t.db"));
-    h200_ = device("NVIDIA H200", 9, 0, 132);
-    h200_.memory_clock_khz = 3201000;  // as an H200 gives them
-    h200_.memory_bus_bits = 6016;
+    h200_ = h200_device();
   }
   const Family& gemm() { return find_family("gemm"); }
   Problem p(const std::string& key) { return gemm().parse_problem(key); }
@@ -619,19 +641,11 @@ TEST(PredictedOnTheShippedGrid, LeaveOneOutAnswersNearTheBestMeasured) {
   const std::string shipped = dir.file("shipped.db"), held_out = dir.file("held_out.db");
   open_for_writing(shipped);  // a new database: the shipped presets
   const Family& gemm = find_family("gemm");
-  DeviceInfo h200 = device("NVIDIA H200", 9, 0, 132);
-  h200.memory_clock_khz = 3201000;  // as an H200 gives them
-  h200.memory_bus_bits = 6016;
+  const DeviceInfo h200 = h200_device();
   std::map<std::string, std::map<std::string, double>> measured;  // problem -> config -> ms
   {
     Database db(shipped, Database::Mode::kReadOnly);
-    for (const auto& r : db.results({})) {
-      if (r.family != "gemm" || r.status != status::kOk || r.device.name != h200.name ||
-          r.template_hash != gemm.template_hash())
-        continue;
-      double& ms = measured[r.problem][to_string(gemm.normalize(parse_config(r.config)))];
-      if (ms == 0 || r.time_median_ms < ms) ms = r.time_median_ms;
-    }
+    measured = gemm_times(db, h200.name);
   }
   ASSERT_GE(measured.size(), 100u) << "the shipped H200 GEMM grid";
   int known = 0, below = 0;
@@ -699,9 +713,7 @@ TEST(PredictedOnFreshShapes, TheRankingAndThePredictionsHoldOnARandomDraw) {
   const std::string shipped = dir.file("shipped.db"), fresh = dir.file("fresh.db");
   open_for_writing(shipped);
   const Family& gemm = find_family("gemm");
-  DeviceInfo h200 = device("NVIDIA H200", 9, 0, 132);
-  h200.memory_clock_khz = 3201000;
-  h200.memory_bus_bits = 6016;
+  const DeviceInfo h200 = h200_device();
   std::map<std::string, std::map<std::string, double>> measured;  // problem -> config -> ms
   {
     Database db(fresh);
@@ -717,12 +729,7 @@ TEST(PredictedOnFreshShapes, TheRankingAndThePredictionsHoldOnARandomDraw) {
       const PresetSummary loaded = load_presets(db, {{path, json}});
       ASSERT_TRUE(loaded.skipped.empty()) << loaded.skipped.front();
     }
-    for (const auto& r : db.results({})) {
-      if (r.family != "gemm" || r.status != status::kOk || r.template_hash != gemm.template_hash())
-        continue;
-      double& ms = measured[r.problem][to_string(gemm.normalize(parse_config(r.config)))];
-      if (ms == 0 || r.time_median_ms < ms) ms = r.time_median_ms;
-    }
+    measured = gemm_times(db, h200.name);
   }
   ASSERT_GE(measured.size(), 70u) << "the template changed: measure the winners on the draw again";
   Database db(shipped, Database::Mode::kReadOnly);
