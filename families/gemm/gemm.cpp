@@ -174,6 +174,13 @@ KSplit k_split(std::int64_t k, std::int64_t split, std::int64_t bk) {
   return {per_split, (k + per_split - 1) / per_split};
 }
 
+// Split-K where the m x n tiles number fewer than this many waves of the GPU's SMs (one block an
+// SM): beyond filling an idle GPU, splitting evens out a last wave the tiles leave part idle (on an
+// H200, 1896 x 3284 x 5836 f32 tt: 390 tiles of 128 x 128 unsplit, three to an SM where two fit at
+// once, ran 0.73 x cuBLAS; 195 tiles of 128 x 256 split 2 ways, 0.98; docs/GEMM.md, "Split-K up to
+// four waves of tiles").
+constexpr std::int64_t kSplitWaves = 4;
+
 // The cost model of the predicted lookup step (docs/GEMM.md, "Shapes nobody tuned"): what a
 // configuration does on a problem, in units its own measurement calibrates.
 struct GemmCost {
@@ -259,6 +266,22 @@ class GemmFamily final : public BuiltinFileFamily {
                                             "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
   static constexpr ParamSet kPrefixParams = params_of(kPrefix);
 
+  // Why k may not be split `split` ways over `tiles` m x n tiles of k-tiles `bk` (null where it
+  // may; always for split 1).
+  static const char* refuse_split(std::int64_t split, std::int64_t tiles, std::int64_t k,
+                                  std::int64_t bk, const DeviceLimits& limits) {
+    if (split <= 1) return nullptr;
+    // Split K only where the m x n tiles leave the GPU idle or its last wave partly so.
+    if (tiles >= kSplitWaves * limits.sm_count) return "enough tiles without splitting k";
+    if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
+    const KSplit parts = k_split(k, split, bk);
+    // Whole k-tiles per split can leave the last few splits empty (63819 in 128 splits of
+    // 504: 127); the launch runs the splits that are not. Half of them empty is another count.
+    if (2 * parts.splits <= split) return "SPLITK leaves half the splits empty";
+    if (parts.per_split < 4 * bk) return "splits shorter than 4 k-tiles";
+    return nullptr;
+  }
+
   // reject_prefix on the parameters read (those of kPrefixParams at least) and the problem's shape
   // and alignment class.
   static const char* reject_prefix(const Tile& t, const Shape& s, std::int64_t align,
@@ -266,16 +289,7 @@ class GemmFamily final : public BuiltinFileFamily {
     const std::int64_t m = s.m, n = s.n, k = s.k;
     const std::int64_t bm = t.bm, bn = t.bn, bk = t.bk;
     const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
-    if (const std::int64_t split = t.splitk; split > 1) {
-      // Split K only to fill a GPU that the m x n tiles leave idle.
-      if (tiles >= limits.sm_count) return "enough tiles without splitting k";
-      if (tiles * split > 8 * limits.sm_count) return "more splits than the GPU can use";
-      const KSplit parts = k_split(k, split, bk);
-      // Whole k-tiles per split can leave the last few splits empty (63819 in 128 splits of
-      // 504: 127); the launch runs the splits that are not. Half of them empty is another count.
-      if (2 * parts.splits <= split) return "SPLITK leaves half the splits empty";
-      if (parts.per_split < 4 * bk) return "splits shorter than 4 k-tiles";
-    }
+    if (const char* why = refuse_split(t.splitk, tiles, k, bk, limits)) return why;
     const int bytes = s.bytes;
     const Geometry g = shape_geometry(t);
     if (g.why) return g.why;
@@ -569,14 +583,17 @@ class GemmFamily final : public BuiltinFileFamily {
                                const DeviceLimits& limits) const override {
     // Other split-K counts: a winner of a square shape splits nothing, and a shape with few tiles
     // and a long k needs it split (the model weighs the waves it fills against the reduction).
+    // Only the counts the split rules allow (reject() would refuse the others, at the cost of
+    // all its rules, on every candidate of a first call).
     std::vector<Config> out;
-    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN");
+    const std::int64_t bm = get(c, "BM"), bn = get(c, "BN"), bk = get(c, "BK");
     const std::int64_t tiles = ((p.size("m") + bm - 1) / bm) * ((p.size("n") + bn - 1) / bn);
-    if (tiles >= limits.sm_count) return out;
+    if (tiles >= kSplitWaves * limits.sm_count) return out;
     const auto splits = std::find_if(params().begin(), params().end(),
                                      [](const Param& q) { return q.name == "SPLITK"; });
+    const std::int64_t own = get(c, "SPLITK");
     for (std::int64_t split : splits->values) {
-      if (split == get(c, "SPLITK")) continue;
+      if (split == own || refuse_split(split, tiles, p.size("k"), bk, limits)) continue;
       Config v = c;
       v["SPLITK"] = split;
       out.push_back(std::move(v));
