@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "db/database.hpp"
@@ -338,6 +339,41 @@ TEST_F(Predicted, AMeasurementMovedToFewerBlocksAnSmSlowsEachBlock) {
   unsplit["SPLITK"] = 1;
   const std::string f64_problem = "align=2;dtype=f64;k=320;m=160;n=1500;op=nt";
   EXPECT_NEAR(predict(f64_tile, f64_problem, 0.0213, unsplit, f64_problem), 0.0294, 0.0294 * 0.15);
+}
+
+TEST_F(Predicted, SplitsKWhereTheTilesLeaveTheirLastWavePartIdle) {
+  // A 128 x 256 f32 tile measured unsplit on 4096^3 tt (2.7216 ms on an H200). On 1896 x 3284 x
+  // 5836 tt it makes 195 tiles, more than the 132 SMs and under four waves of them: unsplit, the
+  // busiest SM runs two while most run one; split 2 ways, 390 blocks even that out. The H200 ran
+  // the split kernel at 0.98 x cuBLAS where the unsplit answer of the rule before (split only
+  // under one wave of tiles) ran 0.73.
+  const char* tile =
+      "BK=16,BM=128,BN=256,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=2,SPLITK=1,STAGES=2,SWIZZLE=1,"
+      "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2";
+  put("align=4;dtype=f32;k=4096;m=4096;n=4096;op=tt", tile, 2.7216);
+  const auto r =
+      lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=5836;m=1896;n=3284;op=tt"));
+  EXPECT_EQ(r.step, LookupStep::kPredicted);
+  EXPECT_EQ(r.config.at("BN"), 256);
+  EXPECT_EQ(r.config.at("SPLITK"), 2) << to_string(r.config);
+  // The split counts ranked are those the rules allow: 195 tiles x 8 splits are more than the
+  // GPU can use (8 waves), so 2 and 4 beside the measured 1.
+  std::set<std::int64_t> splits;
+  for (const auto& c : r.candidates) splits.insert(parse_config(c.config).at("SPLITK"));
+  EXPECT_EQ(splits, (std::set<std::int64_t>{1, 2, 4}));
+  std::set<std::int64_t> variant_splits;
+  for (const Config& v : gemm().variants(
+           parse_config(tile), p("align=4;dtype=f32;k=5836;m=1896;n=3284;op=tt"), h200_.limits))
+    variant_splits.insert(v.at("SPLITK"));
+  EXPECT_EQ(variant_splits, (std::set<std::int64_t>{2, 4}));
+  // Four waves of tiles or more split nothing: 4096^2 in 64 x 64 tiles.
+  const char* small_tile =
+      "BK=8,BM=64,BN=64,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=2,SPLITK=1,STAGES=2,SWIZZLE=1,"
+      "TM=4,TN=4,UNROLL=0,VEC=4,WM=32,WN=32,WNITER=2";
+  EXPECT_TRUE(gemm()
+                  .variants(parse_config(small_tile),
+                            p("align=4;dtype=f32;k=4000;m=4096;n=4096;op=nn"), h200_.limits)
+                  .empty());
 }
 
 TEST_F(Predicted, RanksTheWinnersOfTunedProblemsOnAShapeNobodyTuned) {
