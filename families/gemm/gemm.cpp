@@ -591,9 +591,9 @@ class GemmFamily final : public BuiltinFileFamily {
     if (tiles >= kSplitWaves * limits.sm_count) return out;
     const auto splits = std::find_if(params().begin(), params().end(),
                                      [](const Param& q) { return q.name == "SPLITK"; });
-    const std::int64_t own = get(c, "SPLITK");
+    const std::int64_t own = get(c, "SPLITK"), k = p.size("k");
     for (std::int64_t split : splits->values) {
-      if (split == own || refuse_split(split, tiles, p.size("k"), bk, limits)) continue;
+      if (split == own || refuse_split(split, tiles, k, bk, limits)) continue;
       Config v = c;
       v["SPLITK"] = split;
       out.push_back(std::move(v));

@@ -351,8 +351,8 @@ TEST_F(Predicted, SplitsKWhereTheTilesLeaveTheirLastWavePartIdle) {
       "BK=16,BM=128,BN=256,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=2,SPLITK=1,STAGES=2,SWIZZLE=1,"
       "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=64,WNITER=2";
   put("align=4;dtype=f32;k=4096;m=4096;n=4096;op=tt", tile, 2.7216);
-  const auto r =
-      lookup_config(db_.get(), h200_, gemm(), p("align=4;dtype=f32;k=5836;m=1896;n=3284;op=tt"));
+  const Problem target = p("align=4;dtype=f32;k=5836;m=1896;n=3284;op=tt");
+  const auto r = lookup_config(db_.get(), h200_, gemm(), target);
   EXPECT_EQ(r.step, LookupStep::kPredicted);
   EXPECT_EQ(r.config.at("BN"), 256);
   EXPECT_EQ(r.config.at("SPLITK"), 2) << to_string(r.config);
@@ -362,8 +362,7 @@ TEST_F(Predicted, SplitsKWhereTheTilesLeaveTheirLastWavePartIdle) {
   for (const auto& c : r.candidates) splits.insert(parse_config(c.config).at("SPLITK"));
   EXPECT_EQ(splits, (std::set<std::int64_t>{1, 2, 4}));
   std::set<std::int64_t> variant_splits;
-  for (const Config& v : gemm().variants(
-           parse_config(tile), p("align=4;dtype=f32;k=5836;m=1896;n=3284;op=tt"), h200_.limits))
+  for (const Config& v : gemm().variants(parse_config(tile), target, h200_.limits))
     variant_splits.insert(v.at("SPLITK"));
   EXPECT_EQ(variant_splits, (std::set<std::int64_t>{2, 4}));
   // Four waves of tiles or more split nothing: 4096^2 in 64 x 64 tiles.
