@@ -251,8 +251,8 @@ TEST_F(GemmGpu, SplitKIsDeterministicAndCorrect) {
   EXPECT_EQ(rt.explain("gemm", problem.key()).step, LookupStep::kCache);
 }
 
-// Split-K pinned for one odd problem (edge tiles in m and n, splits of 1256, 640 or 80, the last
-// of those leaving the 64th split empty): the partial
+// Split-K pinned for one odd problem (edge tiles in m and n, splits of 1256, 640, 80, 1672 or 424,
+// the 80 leaving the 64th split empty): the partial
 // sums and their reduction verify with beta and over NaN in C, for f32 and f64 on the FMA units and
 // the tensor cores, and give the same bits run after run.
 TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
@@ -277,6 +277,14 @@ TEST_F(GemmGpu, SplitKPinnedVerifiesAndRepeatsBitForBit) {
        "VEC=4,WM=64,WN=64,WNITER=2"},
       {"f64",
        "BK=8,BM=64,BN=128,MMA=2,PAD=4,PREFETCH=0,SPLITK=64,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=2,WM=32,WN=64,WNITER=1"},
+      // Counts that are not powers of two: 3 splits of 1672 (the last 1656), 12 of 424 (the
+      // last 336): the reduction's groups of splits do not divide them.
+      {"f32",
+       "BK=8,BM=128,BN=128,MMA=0,PAD=0,PREFETCH=1,SPLITK=3,STAGES=2,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
+       "VEC=4,WM=64,WN=64,WNITER=2"},
+      {"f64",
+       "BK=8,BM=64,BN=128,MMA=2,PAD=4,PREFETCH=0,SPLITK=12,STAGES=3,SWIZZLE=1,TM=4,TN=4,UNROLL=0,"
        "VEC=2,WM=32,WN=64,WNITER=1"},
   };
   std::uint64_t seed = 9000;

@@ -356,15 +356,15 @@ TEST_F(Predicted, SplitsKWhereTheTilesLeaveTheirLastWavePartIdle) {
   EXPECT_EQ(r.step, LookupStep::kPredicted);
   EXPECT_EQ(r.config.at("BN"), 256);
   EXPECT_EQ(r.config.at("SPLITK"), 2) << to_string(r.config);
-  // The split counts ranked are those the rules allow: 195 tiles x 8 splits are more than the
-  // GPU can use (8 waves), so 2 and 4 beside the measured 1.
+  // The split counts ranked are those the rules allow: 195 tiles x 6 splits are more than the
+  // GPU can use (8 waves), so 2, 3 and 4 beside the measured 1.
   std::set<std::int64_t> splits;
   for (const auto& c : r.candidates) splits.insert(parse_config(c.config).at("SPLITK"));
-  EXPECT_EQ(splits, (std::set<std::int64_t>{1, 2, 4}));
+  EXPECT_EQ(splits, (std::set<std::int64_t>{1, 2, 3, 4}));
   std::set<std::int64_t> variant_splits;
   for (const Config& v : gemm().variants(parse_config(tile), target, h200_.limits))
     variant_splits.insert(v.at("SPLITK"));
-  EXPECT_EQ(variant_splits, (std::set<std::int64_t>{2, 4}));
+  EXPECT_EQ(variant_splits, (std::set<std::int64_t>{2, 3, 4}));
   // Four waves of tiles or more split nothing: 4096^2 in 64 x 64 tiles.
   const char* small_tile =
       "BK=8,BM=64,BN=64,KCONTIG=0,MINB=1,MMA=0,PAD=4,PREFETCH=2,SPLITK=1,STAGES=2,SWIZZLE=1,"
@@ -732,7 +732,9 @@ TEST(PredictedOnTheShippedGrid, LeaveOneOutAnswersNearTheBestMeasured) {
   // tail presets (nvidia-h200-gemm-{grid,cross}-tail.json, which also measure every winner on
   // the older grid shapes): 172 problems, 103 known, 0.944, 5 below. With blocks alone on an SM
   // slowed toward latency-bound and split-K partial sums in L2 (3ab209d): 97 known, 0.956, 3 below.
-  EXPECT_GE(known, 85);
+  // With split counts between the powers of two: 80 known, 0.957, 3 below (the grid measured
+  // powers of two only, so more answers are splits it did not measure).
+  EXPECT_GE(known, 75);
   EXPECT_GE(geomean, 0.93);
   EXPECT_LE(below, 9);
 }
