@@ -326,7 +326,8 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                       << fixed(s.seconds, 1) << " s; " << s.compiled << " compiles on "
                       << s.compile_threads << " threads ("
                       << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1) << " per s), "
-                      << s.reused << " from the binary cache, GPU waited on compiles "
+                      << s.reused << " from the binary cache, " << s.shared
+                      << " sharing another candidate's compile, GPU waited on compiles "
                       << fixed(s.gpu_wait_seconds, 1) << " s ("
                       << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
                       << "% of the run, " << fixed(s.first_wait_seconds, 1)

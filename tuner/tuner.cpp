@@ -58,7 +58,8 @@ struct CompileOutcome {
 
 struct Pending {
   std::size_t index;
-  std::future<CompileOutcome> outcome;
+  // Shared: candidates of one kernel (GEMM's split counts, say) wait on one compile.
+  std::shared_future<CompileOutcome> outcome;
   Clock::time_point proposed = Clock::now();
   char origin = 's';  // 's' a seed, 'p' the strategy (the trace)
 };
@@ -347,6 +348,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   ThreadPool pool(options.compile_threads);
   const std::string arch = limits.arch();
   std::deque<Pending> queue;
+  // Compiles not yet stored in the binary cache, by cache key (candidates of one kernel share one).
+  std::map<std::string, std::shared_future<CompileOutcome>> in_flight;
   const std::size_t window = pool.size() * 2;
   const std::size_t remaining = space.size() - summary.already_done;
   std::size_t planned = options.max_evals ? std::min(options.max_evals, remaining) : remaining;
@@ -383,11 +386,17 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       if (!runner.compiles()) {
         std::promise<CompileOutcome> ready;
         ready.set_value(CompileOutcome{});
-        queue.push_back({*next, ready.get_future(), Clock::now(), origin});
+        queue.push_back({*next, ready.get_future().share(), Clock::now(), origin});
         continue;
       }
       CompileRequest request = family.compile_request(space.at(*next), problem, arch);
       std::string cache_key = compile_cache_key(request);
+      // The same kernel compiling for a candidate still in the window: wait on that compile.
+      if (auto it = in_flight.find(cache_key); it != in_flight.end()) {
+        ++summary.shared;
+        queue.push_back({*next, it->second, Clock::now(), origin});
+        continue;
+      }
       if (options.reuse_binaries) {
         // The store is read here, on the loop's thread, which alone uses the database.
         CompileOutcome out;
@@ -400,33 +409,34 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
           ++summary.reused;
           std::promise<CompileOutcome> ready;
           ready.set_value(std::move(out));
-          queue.push_back({*next, ready.get_future(), Clock::now(), origin == 's' ? 'S' : 'P'});
+          queue.push_back(
+              {*next, ready.get_future().share(), Clock::now(), origin == 's' ? 'S' : 'P'});
           continue;
         }
       }
-      queue.push_back(
-          {*next,
-           pool.submit([request = std::move(request), cache_key = std::move(cache_key),
-                        &compile_seconds, &compiled] {
-             CompileOutcome out;
-             out.key = cache_key;
-             auto t0 = Clock::now();
-             try {
-               out.result = compile(request);
-             } catch (const Error& e) {
-               out.error = e.what();
-               out.details = e.details();
-             }
-             out.started = t0;
-             out.ended = Clock::now();
-             double s = seconds_since(t0);
-             double cur = compile_seconds.load();
-             while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
-             }
-             ++compiled;  // after its time: the loop's mean never counts a compile without it
-             return out;
-           }),
-           Clock::now(), origin});
+      std::shared_future<CompileOutcome> compiling =
+          pool.submit([request = std::move(request), cache_key, &compile_seconds, &compiled] {
+                CompileOutcome out;
+                out.key = cache_key;
+                auto t0 = Clock::now();
+                try {
+                  out.result = compile(request);
+                } catch (const Error& e) {
+                  out.error = e.what();
+                  out.details = e.details();
+                }
+                out.started = t0;
+                out.ended = Clock::now();
+                double s = seconds_since(t0);
+                double cur = compile_seconds.load();
+                while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
+                }
+                ++compiled;  // after its time: the loop's mean never counts a compile without it
+                return out;
+              })
+              .share();
+      if (options.reuse_binaries) in_flight.emplace(std::move(cache_key), compiling);
+      queue.push_back({*next, std::move(compiling), Clock::now(), origin});
     }
   };
 
@@ -461,6 +471,11 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       summary.first_wait_seconds = summary.gpu_wait_seconds;
     }
     refill();
+    // The first of the candidates sharing a compile stores its binary; from there the binary
+    // cache serves the kernel (where the database keeps none, candidates proposed later compile
+    // it again, as without sharing).
+    if (!outcome.reused && options.reuse_binaries && in_flight.erase(outcome.key) == 0)
+      outcome.reused = true;
     if (outcome.result && !outcome.reused && options.reuse_binaries && db.accepts_binaries()) {
       db.put_binary(outcome.key, arch, to_cached_binary(*outcome.result));
       ++stored_binaries;

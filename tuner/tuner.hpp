@@ -72,6 +72,7 @@ struct TuneSummary {
   double compile_seconds = 0;  // summed over compile threads
   std::size_t compiled = 0;    // NVRTC compiles (candidates proposed, run or not)
   std::size_t reused = 0;      // candidates read from the binary cache instead
+  std::size_t shared = 0;      // candidates that waited on another's compile of their kernel
   std::size_t compile_threads = 0;
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
   double first_wait_seconds = 0;     // of which until the first kernel this run compiled

@@ -173,7 +173,7 @@ TEST(BinaryReuse, ANewProblemWarmsUpOnTheKernelsTheCacheHolds) {
   EXPECT_EQ(b.evaluated, 12u);
   // At least those 8 (configurations that differ in BLOCK or GRID alone share a kernel).
   EXPECT_GE(b.reused, 8u);
-  EXPECT_EQ(b.reused + b.compiled, 12u);
+  EXPECT_EQ(b.reused + b.compiled + b.shared, 12u);
   EXPECT_GE(b.cached_first + b.seeded, 8u);
   // The eight cached ones ran first.
   ASSERT_EQ(second.measured.size(), 12u);
@@ -212,6 +212,42 @@ TEST(LookupSeeds, ATuneStartsFromTheRuntimesAnswer) {
     ASSERT_FALSE(h100.measured.empty());
     EXPECT_EQ(h100.measured.front() == winner, from_lookup);
   }
+}
+
+// Candidates of one kernel proposed together wait on one compile: GEMM's split count is a kernel
+// argument, so six counts of one tile are one NVRTC compile, not six at once (as a tune held to
+// one kernel ran on an H200 before, "6 compiles on 16 threads").
+TEST(BinaryReuse, CandidatesOfOneKernelShareItsCompile) {
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Family& family = find_family("gemm");
+  const Problem p = family.parse_problem("align=4;dtype=f32;k=479875;m=31;n=978;op=nn");
+  TuneOptions o = options(0);
+  o.only = {{"BK", {16}},     {"BM", {32}},      {"BN", {256}},
+            {"KCONTIG", {0}}, {"MINB", {1}},     {"MMA", {0}},
+            {"PAD", {0}},     {"PREFETCH", {3}}, {"STAGES", {2}},
+            {"SWIZZLE", {1}}, {"TM", {4}},       {"TN", {4}},
+            {"UNROLL", {0}},  {"VEC", {4}},      {"WM", {32}},
+            {"WN", {64}},     {"WNITER", {1}},   {"SPLITK", {32, 48, 64, 96, 128, 256}}};
+  SyntheticCompiledRunner runner;
+  const TuneSummary s = tune(db, runner, family, p, o);
+  EXPECT_EQ(s.evaluated, 6u);
+  EXPECT_EQ(s.ok, 6u);
+  EXPECT_EQ(s.compiled, 1u);
+  EXPECT_GE(s.shared, 1u);  // those proposed while it compiled; the binary cache serves the rest
+  EXPECT_EQ(s.shared + s.reused, 5u);
+  EXPECT_EQ(db.binary_count(), 1);
+  ASSERT_EQ(runner.binaries.size(), 6u);
+  for (const auto& b : runner.binaries) EXPECT_EQ(b, runner.binaries.front());
+
+  // Without the binary cache every candidate compiles its own, as before.
+  testing::TempDir other;
+  Database fresh(other.file("t.db"));
+  o.reuse_binaries = false;
+  SyntheticCompiledRunner alone;
+  const TuneSummary t = tune(fresh, alone, family, p, o);
+  EXPECT_EQ(t.compiled, 6u);
+  EXPECT_EQ(t.shared, 0u);
 }
 
 TEST(BinaryReuse, OffCompilesEverythingAndKeepsNothing) {
