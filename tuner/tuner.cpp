@@ -61,7 +61,8 @@ struct Pending {
   // Shared: candidates of one kernel (GEMM's split counts, say) wait on one compile.
   std::shared_future<CompileOutcome> outcome;
   Clock::time_point proposed = Clock::now();
-  char origin = 's';  // 's' a seed, 'p' the strategy (the trace)
+  char origin = 's';      // 's' a seed, 'p' the strategy (the trace)
+  bool follower = false;  // waits on the compile of a candidate proposed before it
 };
 
 // $KTUNE_TUNE_TRACE names a file that gets one line per candidate of every tuning run (appended):
@@ -350,6 +351,9 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::deque<Pending> queue;
   // Compiles not yet stored in the binary cache, by cache key (candidates of one kernel share one).
   std::map<std::string, std::shared_future<CompileOutcome>> in_flight;
+  // Followers in the queue: they hold no compile thread, so the window does not count them (else
+  // a space of many split counts keeps fewer compiles running), up to a window's worth.
+  std::size_t followers = 0;
   const std::size_t window = pool.size() * 2;
   const std::size_t remaining = space.size() - summary.already_done;
   std::size_t planned = options.max_evals ? std::min(options.max_evals, remaining) : remaining;
@@ -368,10 +372,10 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         summary.evaluated ? std::max(0.0, seconds_since(loop_started) - summary.gpu_wait_seconds) /
                                 summary.evaluated
                           : 0;
-    while (queue.size() < pipeline_window(window, summary.evaluated, strategy_proposed,
-                                          strategy->blind_proposals(), compile_mean,
-                                          per_candidate) &&
-           proposed < planned) {
+    while (queue.size() - followers < pipeline_window(window, summary.evaluated, strategy_proposed,
+                                                      strategy->blind_proposals(), compile_mean,
+                                                      per_candidate) &&
+           followers < window && proposed < planned) {
       std::optional<std::size_t> next;
       const char origin = seeds.empty() ? 'p' : 's';
       if (!seeds.empty()) {
@@ -394,7 +398,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       // The same kernel compiling for a candidate still in the window: wait on that compile.
       if (auto it = in_flight.find(cache_key); it != in_flight.end()) {
         ++summary.shared;
-        queue.push_back({*next, it->second, Clock::now(), origin});
+        ++followers;
+        queue.push_back({*next, it->second, Clock::now(), origin, true});
         continue;
       }
       if (options.reuse_binaries) {
@@ -461,6 +466,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     if (ready == queue.end()) ready = queue.begin();
     Pending pending = std::move(*ready);
     queue.erase(ready);
+    followers -= pending.follower;
     auto wait_start = Clock::now();
     CompileOutcome outcome = pending.outcome.get();
     const double waited = seconds_since(wait_start);
