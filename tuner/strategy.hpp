@@ -42,9 +42,10 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
                                         std::uint64_t seed, const std::vector<bool>& done);
 std::vector<std::string> strategy_names();
 
-// Candidates the tuner keeps proposed ahead of the results (compiling or queued): all of `full`
-// (2 per compile thread) while the strategy makes its blind proposals, so that the compile pool
-// starts at full speed; then 8, growing with the results, so that an adaptive strategy sees
+// Candidates the tuner keeps proposed ahead of the results (compiling or queued; those waiting on
+// another candidate's compile of their kernel are not counted: they hold no compile thread): all of
+// `full` (2 per compile thread) while the strategy makes its blind proposals, so that the compile
+// pool starts at full speed; then 8, growing with the results, so that an adaptive strategy sees
 // results before it proposes much, up to `full` so that the compile pool keeps the GPU fed.
 // And never fewer than keep a compile finishing per candidate the GPU runs (Little's law):
 // compile_s, a compile's mean time, over per_candidate_s, the loop's mean time per candidate
