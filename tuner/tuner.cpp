@@ -468,7 +468,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     queue.erase(ready);
     followers -= pending.follower;
     auto wait_start = Clock::now();
-    CompileOutcome outcome = pending.outcome.get();
+    // A reference: the outcome (its binary) may be shared with other candidates of its kernel.
+    const CompileOutcome& outcome = pending.outcome.get();
     const double waited = seconds_since(wait_start);
     summary.gpu_wait_seconds += waited;
     // The wait until the first kernel this run compiled (the cache's and the seeds' aside).
@@ -480,9 +481,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     // The first of the candidates sharing a compile stores its binary; from there the binary
     // cache serves the kernel (where the database keeps none, candidates proposed later compile
     // it again, as without sharing).
-    if (!outcome.reused && options.reuse_binaries && in_flight.erase(outcome.key) == 0)
-      outcome.reused = true;
-    if (outcome.result && !outcome.reused && options.reuse_binaries && db.accepts_binaries()) {
+    const bool first_of_compile = !outcome.reused && in_flight.erase(outcome.key) > 0;
+    if (outcome.result && first_of_compile && db.accepts_binaries()) {
       db.put_binary(outcome.key, arch, to_cached_binary(*outcome.result));
       ++stored_binaries;
     }
