@@ -901,8 +901,9 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                     << " evaluated (" << t.ok << " ok, " << t.failed
                     << " failed); stopped: " << t.stop_reason << "; " << fixed(t.seconds, 1)
                     << " s; " << t.compiled << " compiled, " << t.reused
-                    << " from the binary cache, " << t.shared
-                    << " sharing another's compile; GPU waited on compiles "
+                    << " from the binary cache, " << t.shared << " sharing another's compile, "
+                    << t.launch_variants
+                    << " launch variants while compiles ran; GPU waited on compiles "
                     << fixed(t.gpu_wait_seconds, 1) << " s ("
                     << fixed(t.seconds > 0 ? 100 * t.gpu_wait_seconds / t.seconds : 0, 0) << "%; "
                     << fixed(t.first_wait_seconds, 1) << " s of it for the first compile; "

@@ -134,6 +134,7 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.measure_winners = targs.measure_winners;
   options.reuse_binaries = targs.binary_cache_mb > 0;
   options.binary_cache_bytes = targs.binary_cache_mb << 20;
+  options.launch_variants = !targs.no_launch_variants;
   for (const std::string& text : targs.only) {
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
@@ -327,7 +328,8 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                       << s.compile_threads << " threads ("
                       << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1) << " per s), "
                       << s.reused << " from the binary cache, " << s.shared
-                      << " sharing another candidate's compile, GPU waited on compiles "
+                      << " sharing another candidate's compile, " << s.launch_variants
+                      << " launch variants measured while compiles ran, GPU waited on compiles "
                       << fixed(s.gpu_wait_seconds, 1) << " s ("
                       << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
                       << "% of the run, " << fixed(s.first_wait_seconds, 1)

@@ -75,10 +75,11 @@ struct TuneArgs {
   unsigned jobs = 0;
   // MiB of compiled candidates kept in the database (0: compile every candidate, keep nothing)
   std::uint64_t binary_cache_mb = 1024;
-  bool in_process = false;     // measure in this process, not in a worker
-  double timeout_floor = 1.0;  // seconds, host-side limit per launch at least
-  std::string devices = "0";   // an ordinal, a list "0,1" or "all": one worker per GPU
-  bool defaults = false;       // tune every family's default problems
+  bool no_launch_variants = false;  // no launch variants while compiles run
+  bool in_process = false;          // measure in this process, not in a worker
+  double timeout_floor = 1.0;       // seconds, host-side limit per launch at least
+  std::string devices = "0";        // an ordinal, a list "0,1" or "all": one worker per GPU
+  bool defaults = false;            // tune every family's default problems
   // Replay instead of the GPU: the recorded outcomes of run `replay_run` in `replay_from`.
   std::string replay_from;
   std::int64_t replay_run = 0;

@@ -61,7 +61,9 @@ struct Pending {
   // Shared: candidates of one kernel (GEMM's split counts, say) wait on one compile.
   std::shared_future<CompileOutcome> outcome;
   Clock::time_point proposed = Clock::now();
-  char origin = 's';      // 's' a seed, 'p' the strategy (the trace)
+  // 's' a seed, 'p' the strategy ('S', 'P' read from the binary cache), 'v' a launch variant of
+  // a kernel measured before (the trace)
+  char origin = 's';
   bool follower = false;  // waits on the compile of a candidate proposed before it
 };
 
@@ -359,6 +361,25 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::size_t planned = options.max_evals ? std::min(options.max_evals, remaining) : remaining;
   if (options.measure_winners) planned = std::min(planned, seeds.size());
   std::size_t proposed = 0, strategy_proposed = 0;
+  // Every index queued or measured by this run, or by an earlier one: a launch variant (below)
+  // is one of none of them.
+  std::vector<bool> taken = done;
+  for (const std::size_t i : seeds) taken[i] = true;
+  // The kernels this run measured, by cache key: the best of their configurations, its time, and
+  // the compile the configurations differing from it in launch parameters alone can run on
+  // (GEMM's split count and rasterisation are kernel arguments). While every candidate in the
+  // window still compiles, the GPU measures one of those instead of waiting: the best kernel's
+  // first. Such a variant is not proposed by the strategy (it is seeded to it, and observed like
+  // any other) and does not count against the evaluation budget.
+  struct Kernel {
+    double ms = 0;
+    std::size_t index = 0;
+    std::shared_future<CompileOutcome> outcome;
+    std::vector<std::size_t> variants;  // of `index`, left to measure (listed once a best)
+    bool listed = false;
+  };
+  std::map<std::string, Kernel> kernels;
+  const bool fill = options.launch_variants && runner.compiles() && !options.measure_winners;
   std::atomic<double> compile_seconds{0};
   std::atomic<std::size_t> compiled{0};
   std::size_t stored_binaries = 0;
@@ -387,6 +408,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       }
       if (!next) break;
       ++proposed;
+      taken[*next] = true;
       if (!runner.compiles()) {
         std::promise<CompileOutcome> ready;
         ready.set_value(CompileOutcome{});
@@ -452,6 +474,51 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   summary.stop_reason = "space exhausted";
   loop_started = Clock::now();
   bool first_compile_seen = false;
+  // The next launch variant to measure: of the fastest kernel measured that has one left, among
+  // those within kVariantReach of the best (the variants of a slow kernel are slow, and a long
+  // measurement holds up the candidates whose compiles end meanwhile).
+  constexpr double kVariantReach = 1.5;
+  const std::vector<Param>& params = family.params();
+  auto launch_variant = [&]() -> std::optional<Pending> {
+    std::vector<Kernel*> order;
+    for (auto& [cache_key, k] : kernels) order.push_back(&k);
+    std::sort(order.begin(), order.end(), [](const Kernel* a, const Kernel* b) {
+      return a->ms != b->ms ? a->ms < b->ms : a->index < b->index;
+    });
+    for (Kernel* k : order) {
+      if (k->ms > kVariantReach * order.front()->ms) break;
+      if (!k->listed) {
+        // The configurations one parameter away from the kernel's best whose compile is the
+        // kernel's: launch parameters. Listed once per best (a variant that beats it lists its
+        // own, so that two launch parameters are walked one after the other).
+        k->listed = true;
+        const Config best = space.at(k->index);
+        const std::string& key = k->outcome.get().key;
+        for (const Param& param : params) {
+          for (const std::int64_t v : param.values) {
+            Config c = best;
+            auto it = c.find(param.name);
+            if (it == c.end() || it->second == v) continue;
+            it->second = v;
+            const std::size_t i = space.index_of(c);
+            if (i == SearchSpace::npos || taken[i]) continue;
+            if (compile_cache_key(family.compile_request(c, problem, arch)) == key)
+              k->variants.push_back(i);
+          }
+        }
+        std::reverse(k->variants.begin(), k->variants.end());  // taken from the back
+      }
+      while (!k->variants.empty() && taken[k->variants.back()]) k->variants.pop_back();
+      if (k->variants.empty()) continue;
+      const std::size_t i = k->variants.back();
+      k->variants.pop_back();
+      taken[i] = true;
+      strategy->seed(i);
+      return Pending{i, k->outcome, Clock::now(), 'v'};
+    }
+    return std::nullopt;
+  };
+
   refill();
   while (!queue.empty()) {
     if (options.max_seconds > 0 && seconds_since(started) > options.max_seconds) {
@@ -459,14 +526,21 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       break;
     }
     // The first candidate whose compile is done (or read from the binary cache) runs first: the
-    // GPU waits on a compile only when none in the window is ready. In proposal order otherwise.
+    // GPU waits on a compile only when none in the window is ready. In proposal order otherwise,
+    // after a launch variant of a kernel measured before, where one is left.
     auto ready = std::find_if(queue.begin(), queue.end(), [](const Pending& p) {
       return p.outcome.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     });
+    std::optional<Pending> variant;
+    if (ready == queue.end() && fill) variant = launch_variant();
     if (ready == queue.end()) ready = queue.begin();
-    Pending pending = std::move(*ready);
-    queue.erase(ready);
-    followers -= pending.follower;
+    Pending pending = variant ? std::move(*variant) : std::move(*ready);
+    if (variant) {
+      ++summary.launch_variants;
+    } else {
+      queue.erase(ready);
+      followers -= pending.follower;
+    }
     auto wait_start = Clock::now();
     // A reference: the outcome (its binary) may be shared with other candidates of its kernel.
     const CompileOutcome& outcome = pending.outcome.get();
@@ -532,6 +606,16 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         row.metric = m.metric;
         db.store_result(row);
         if (m.status == status::kOk) observed = m.timing.median_ms;
+        if (observed && fill && compiled) {
+          Kernel& k = kernels[outcome.key];
+          if (!k.outcome.valid() || *observed < k.ms) {
+            k.ms = *observed;
+            k.index = pending.index;
+            k.outcome = pending.outcome;
+            k.variants.clear();
+            k.listed = false;
+          }
+        }
         if (m.context_lost) {
           summary.stop_reason = "context lost (" + m.message + "); run again to resume";
           ++summary.evaluated;
@@ -555,7 +639,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     }
     strategy->observe(pending.index, observed);
     ++summary.evaluated;
-    ++since_improvement;
+    if (pending.origin != 'v') ++since_improvement;
     if (observed) {
       ++summary.ok;
       // Timing noise is not progress: only a new best faster by 0.5% resets the patience.
@@ -565,7 +649,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     } else {
       ++summary.failed;
     }
-    progress.update(summary.evaluated, planned, best_this_run, seconds_since(started));
+    progress.update(summary.evaluated - summary.launch_variants, planned, best_this_run,
+                    seconds_since(started));
     if (queue.empty() && proposed >= planned && planned < remaining)
       summary.stop_reason = "evaluation budget";
     if (options.patience > 0 && since_improvement >= options.patience) {

@@ -53,6 +53,11 @@ struct TuneOptions {
   // them, and what this run compiles is kept there, within binary_cache_bytes of code (the oldest
   // go first).
   bool reuse_binaries = true;
+  // While every candidate in flight still compiles, measure instead of waiting a configuration
+  // that differs from a kernel measured in this run in launch parameters alone (GEMM's split
+  // count and rasterisation: no compile), the fastest kernel's first. They are evaluations beyond
+  // max_evals (max_seconds caps them), seeded to the strategy and observed by it.
+  bool launch_variants = true;
   std::uint64_t binary_cache_bytes = std::uint64_t(1) << 30;
 };
 
@@ -73,6 +78,8 @@ struct TuneSummary {
   std::size_t compiled = 0;    // NVRTC compiles (candidates proposed, run or not)
   std::size_t reused = 0;      // candidates read from the binary cache instead
   std::size_t shared = 0;      // candidates that waited on another's compile of their kernel
+  // Of `evaluated`: launch variants of kernels measured before (TuneOptions::launch_variants)
+  std::size_t launch_variants = 0;
   std::size_t compile_threads = 0;
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
   double first_wait_seconds = 0;     // of which until the first kernel this run compiled

@@ -58,6 +58,8 @@ TuneOptions options(std::size_t evals) {
   o.max_evals = evals;
   o.progress = false;
   o.compile_threads = 2;
+  // Counts of compiles and evaluations: no launch variants besides (the test of those says so).
+  o.launch_variants = false;
   return o;
 }
 
@@ -248,6 +250,63 @@ TEST(BinaryReuse, CandidatesOfOneKernelShareItsCompile) {
   const TuneSummary t = tune(fresh, alone, family, p, o);
   EXPECT_EQ(t.compiled, 6u);
   EXPECT_EQ(t.shared, 0u);
+}
+
+// While every candidate in flight still compiles, the GPU measures the launch variants of a kernel
+// measured before (GEMM's SWIZZLE is a kernel argument: no compile) instead of waiting: each
+// once, beyond the evaluation budget, on the kernel's binary. Two kernels (PREFETCH 0 and 3), one
+// compile thread: while the second compiles, the first's three other SWIZZLE values run.
+TEST(BinaryReuse, LaunchVariantsFillTheWaitOnCompiles) {
+  const Family& family = find_family("gemm");
+  const Problem p = family.parse_problem("align=4;dtype=f32;k=2048;m=2048;n=2048;op=nn");
+  TuneOptions o = options(2);
+  o.launch_variants = true;
+  o.strategy = "exhaustive";
+  o.compile_threads = 1;
+  o.start_from_lookup = false;
+  o.only = {{"BK", {8}},      {"BM", {128}},        {"BN", {128}},
+            {"KCONTIG", {0}}, {"MINB", {1}},        {"MMA", {0}},
+            {"PAD", {4}},     {"PREFETCH", {0, 3}}, {"STAGES", {2}},
+            {"SPLITK", {1}},  {"TM", {8}},          {"TN", {8}},
+            {"UNROLL", {0}},  {"VEC", {4}},         {"WM", {64}},
+            {"WN", {32}},     {"WNITER", {1}},      {"SWIZZLE", {1, 2, 4, 8}}};
+  SyntheticCompiledRunner probe;
+  ASSERT_EQ(SearchSpace(family, p, probe.device().limits, o.only).size(), 8u);
+
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  SyntheticCompiledRunner runner;
+  const TuneSummary s = tune(db, runner, family, p, o);
+  EXPECT_EQ(s.compiled, 2u);
+  EXPECT_EQ(s.launch_variants, 3u);
+  EXPECT_EQ(s.evaluated, 5u);
+  EXPECT_EQ(s.ok, 5u);
+  ASSERT_EQ(runner.measured.size(), 5u);
+  // Each configuration once; the first kernel's four rasterisations on its one binary.
+  std::vector<std::string> sorted = runner.measured;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+  int first_kernel = 0;
+  for (std::size_t i = 0; i < runner.measured.size(); ++i) {
+    const Config c = parse_config(runner.measured[i]);
+    if (c.at("PREFETCH") != parse_config(runner.measured.front()).at("PREFETCH")) continue;
+    ++first_kernel;
+    EXPECT_EQ(runner.binaries[i], runner.binaries.front());
+  }
+  EXPECT_EQ(first_kernel, 4);
+  EXPECT_EQ(db.evaluated_configs(db.ensure_device(runner.device()), "gemm", family.template_hash(),
+                                 p.key(), false)
+                .size(),
+            5u);
+
+  // Off: the budget's two candidates alone.
+  testing::TempDir other;
+  Database fresh(other.file("t.db"));
+  o.launch_variants = false;
+  SyntheticCompiledRunner plain;
+  const TuneSummary t = tune(fresh, plain, family, p, o);
+  EXPECT_EQ(t.evaluated, 2u);
+  EXPECT_EQ(t.launch_variants, 0u);
 }
 
 TEST(BinaryReuse, OffCompilesEverythingAndKeepsNothing) {
