@@ -678,12 +678,16 @@ int main(int argc, char** argv) {
                    "shape (0: no limit)")
       ->check(real_in(0, 1e9))
       ->capture_default_str();
+  bench_gemm->add_flag("--no-launch-variants", bench_random.tune.no_launch_variants,
+                       "with --random-shapes and the tuned stage: no launch variants while "
+                       "compiles run, as in 'ktune tune'");
   random_opt->excludes("--shape")
       ->excludes("--op")
       ->excludes("--db")
       ->excludes("--batch")
       ->excludes("--tc-family");
-  for (const char* name : {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds"})
+  for (const char* name :
+       {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds", "--no-launch-variants"})
     bench_gemm->get_option(name)->needs(random_opt);
   auto* bench_rt = add_bench(
       "runtime",
