@@ -333,11 +333,12 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
          "this many MiB of code, the oldest dropped first (0: compile all, keep none)")
       ->check(integer_in(0, 1'000'000))
       ->capture_default_str();
-  app->add_flag("--no-launch-variants", t.no_launch_variants,
-                "do not measure, while every candidate in flight still compiles, the launch "
-                "variants of the kernels measured so far (configurations that differ in "
-                "parameters passed at launch alone, GEMM's SPLITK and SWIZZLE: no compile), "
-                "fastest kernel first; by default they fill the GPU's wait, beyond --max-evals");
+  app->add_flag(
+      "--no-launch-variants", t.no_launch_variants,
+      "do not measure, while every candidate in flight still compiles, the launch "
+      "variants of the kernels measured so far (configurations that differ in "
+      "parameters passed at launch alone, GEMM's SPLITK and SWIZZLE: no compile), "
+      "fastest kernel first; by default they fill the GPU's wait (--max-evals counts them)");
   app->add_flag("--in-process", t.in_process,
                 "measure candidates in this process instead of a worker process: no worker "
                 "start-up, but a faulting candidate loses the CUDA context and stops the run "

@@ -369,8 +369,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   // the compile the configurations differing from it in launch parameters alone can run on
   // (GEMM's split count and rasterisation are kernel arguments). While every candidate in the
   // window still compiles, the GPU measures one of those instead of waiting: the best kernel's
-  // first. Such a variant is not proposed by the strategy (it is seeded to it, and observed like
-  // any other) and does not count against the evaluation budget.
+  // first. Such a variant is an evaluation like any other (it counts against max_evals) that the
+  // tuner proposes instead of the strategy (it is seeded to it, and observed by it).
   struct Kernel {
     double ms = 0;
     std::size_t index = 0;
@@ -480,6 +480,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   constexpr double kVariantReach = 1.5;
   const std::vector<Param>& params = family.params();
   auto launch_variant = [&]() -> std::optional<Pending> {
+    if (proposed >= planned) return std::nullopt;
     std::vector<Kernel*> order;
     for (auto& [cache_key, k] : kernels) order.push_back(&k);
     std::sort(order.begin(), order.end(), [](const Kernel* a, const Kernel* b) {
@@ -513,6 +514,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       const std::size_t i = k->variants.back();
       k->variants.pop_back();
       taken[i] = true;
+      ++proposed;
       strategy->seed(i);
       return Pending{i, k->outcome, Clock::now(), 'v'};
     }
@@ -639,7 +641,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     }
     strategy->observe(pending.index, observed);
     ++summary.evaluated;
-    if (pending.origin != 'v') ++since_improvement;
+    ++since_improvement;
     if (observed) {
       ++summary.ok;
       // Timing noise is not progress: only a new best faster by 0.5% resets the patience.
@@ -649,8 +651,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     } else {
       ++summary.failed;
     }
-    progress.update(summary.evaluated - summary.launch_variants, planned, best_this_run,
-                    seconds_since(started));
+    progress.update(summary.evaluated, planned, best_this_run, seconds_since(started));
     if (queue.empty() && proposed >= planned && planned < remaining)
       summary.stop_reason = "evaluation budget";
     if (options.patience > 0 && since_improvement >= options.patience) {

@@ -55,8 +55,8 @@ struct TuneOptions {
   bool reuse_binaries = true;
   // While every candidate in flight still compiles, measure instead of waiting a configuration
   // that differs from a kernel measured in this run in launch parameters alone (GEMM's split
-  // count and rasterisation: no compile), the fastest kernel's first. They are evaluations beyond
-  // max_evals (max_seconds caps them), seeded to the strategy and observed by it.
+  // count and rasterisation: no compile), the fastest kernel's first. They are evaluations like
+  // the strategy's (max_evals counts them), seeded to the strategy and observed by it.
   bool launch_variants = true;
   std::uint64_t binary_cache_bytes = std::uint64_t(1) << 30;
 };

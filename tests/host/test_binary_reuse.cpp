@@ -252,15 +252,18 @@ TEST(BinaryReuse, CandidatesOfOneKernelShareItsCompile) {
   EXPECT_EQ(t.shared, 0u);
 }
 
-// While every candidate in flight still compiles, the GPU measures the launch variants of a kernel
-// measured before (GEMM's SWIZZLE is a kernel argument: no compile) instead of waiting: each
-// once, beyond the evaluation budget, on the kernel's binary. Two kernels (PREFETCH 0 and 3), one
-// compile thread: while the second compiles, the first's three other SWIZZLE values run.
+// While every candidate in flight still compiles, the GPU measures a launch variant of a kernel
+// measured before (GEMM's SWIZZLE is a kernel argument: no compile) instead of waiting, on that
+// kernel's binary, as one of the evaluations the budget allows. Two kernels (PREFETCH 0 and 3),
+// one compile thread, the exhaustive order (PREFETCH before SWIZZLE), no binary cache (which would
+// serve the first kernel's next rasterisation at once): after the first candidate, the second and
+// third compile; meanwhile the first kernel's SWIZZLE 4 runs, and fills the budget of four.
 TEST(BinaryReuse, LaunchVariantsFillTheWaitOnCompiles) {
   const Family& family = find_family("gemm");
   const Problem p = family.parse_problem("align=4;dtype=f32;k=2048;m=2048;n=2048;op=nn");
-  TuneOptions o = options(2);
+  TuneOptions o = options(4);
   o.launch_variants = true;
+  o.reuse_binaries = false;
   o.strategy = "exhaustive";
   o.compile_threads = 1;
   o.start_from_lookup = false;
@@ -277,36 +280,33 @@ TEST(BinaryReuse, LaunchVariantsFillTheWaitOnCompiles) {
   Database db(dir.file("t.db"));
   SyntheticCompiledRunner runner;
   const TuneSummary s = tune(db, runner, family, p, o);
-  EXPECT_EQ(s.compiled, 2u);
-  EXPECT_EQ(s.launch_variants, 3u);
-  EXPECT_EQ(s.evaluated, 5u);
-  EXPECT_EQ(s.ok, 5u);
-  ASSERT_EQ(runner.measured.size(), 5u);
-  // Each configuration once; the first kernel's four rasterisations on its one binary.
+  EXPECT_EQ(s.evaluated, 4u);  // the budget, the variant among them
+  EXPECT_EQ(s.ok, 4u);
+  EXPECT_EQ(s.launch_variants, 1u);
+  EXPECT_EQ(s.compiled, 3u);
+  ASSERT_EQ(runner.measured.size(), 4u);
+  // The variant ran second, on the first candidate's binary: its kernel with SWIZZLE 4.
+  Config first = parse_config(runner.measured[0]);
+  first["SWIZZLE"] = 4;
+  EXPECT_EQ(runner.measured[1], to_string(first));
+  EXPECT_EQ(runner.binaries[1], runner.binaries[0]);
   std::vector<std::string> sorted = runner.measured;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
-  int first_kernel = 0;
-  for (std::size_t i = 0; i < runner.measured.size(); ++i) {
-    const Config c = parse_config(runner.measured[i]);
-    if (c.at("PREFETCH") != parse_config(runner.measured.front()).at("PREFETCH")) continue;
-    ++first_kernel;
-    EXPECT_EQ(runner.binaries[i], runner.binaries.front());
-  }
-  EXPECT_EQ(first_kernel, 4);
   EXPECT_EQ(db.evaluated_configs(db.ensure_device(runner.device()), "gemm", family.template_hash(),
                                  p.key(), false)
                 .size(),
-            5u);
+            4u);
 
-  // Off: the budget's two candidates alone.
+  // Off: the GPU waits, and the four candidates compile four kernels.
   testing::TempDir other;
   Database fresh(other.file("t.db"));
   o.launch_variants = false;
   SyntheticCompiledRunner plain;
   const TuneSummary t = tune(fresh, plain, family, p, o);
-  EXPECT_EQ(t.evaluated, 2u);
+  EXPECT_EQ(t.evaluated, 4u);
   EXPECT_EQ(t.launch_variants, 0u);
+  EXPECT_EQ(t.compiled, 4u);
 }
 
 TEST(BinaryReuse, OffCompilesEverythingAndKeepsNothing) {
