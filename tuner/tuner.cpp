@@ -375,8 +375,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     double ms = 0;
     std::size_t index = 0;
     std::shared_future<CompileOutcome> outcome;
-    std::vector<std::size_t> variants;  // of `index`, left to measure (listed once a best)
-    bool listed = false;
+    // Of `index`, left to measure; listed when first needed, again for each new best.
+    std::optional<std::vector<std::size_t>> variants;
   };
   std::map<std::string, Kernel> kernels;
   const bool fill = options.launch_variants && runner.compiles() && !options.measure_winners;
@@ -488,11 +488,11 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     });
     for (Kernel* k : order) {
       if (k->ms > kVariantReach * order.front()->ms) break;
-      if (!k->listed) {
+      if (!k->variants) {
         // The configurations one parameter away from the kernel's best whose compile is the
         // kernel's: launch parameters. Listed once per best (a variant that beats it lists its
         // own, so that two launch parameters are walked one after the other).
-        k->listed = true;
+        k->variants.emplace();
         const Config best = space.at(k->index);
         const std::string& key = k->outcome.get().key;
         for (const Param& param : params) {
@@ -504,15 +504,16 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
             const std::size_t i = space.index_of(c);
             if (i == SearchSpace::npos || taken[i]) continue;
             if (compile_cache_key(family.compile_request(c, problem, arch)) == key)
-              k->variants.push_back(i);
+              k->variants->push_back(i);
           }
         }
-        std::reverse(k->variants.begin(), k->variants.end());  // taken from the back
+        std::reverse(k->variants->begin(), k->variants->end());  // taken from the back
       }
-      while (!k->variants.empty() && taken[k->variants.back()]) k->variants.pop_back();
-      if (k->variants.empty()) continue;
-      const std::size_t i = k->variants.back();
-      k->variants.pop_back();
+      std::vector<std::size_t>& left = *k->variants;
+      while (!left.empty() && taken[left.back()]) left.pop_back();
+      if (left.empty()) continue;
+      const std::size_t i = left.back();
+      left.pop_back();
       taken[i] = true;
       ++proposed;
       strategy->seed(i);
@@ -614,8 +615,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
             k.ms = *observed;
             k.index = pending.index;
             k.outcome = pending.outcome;
-            k.variants.clear();
-            k.listed = false;
+            k.variants.reset();
           }
         }
         if (m.context_lost) {
