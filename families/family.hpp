@@ -199,6 +199,19 @@ class Family {
                                            const DeviceInfo& /*device*/) const {
     return std::nullopt;
   }
+  // predict_ms of each of `candidates` from one measurement: the same times, where a family
+  // shares the measurement's part of the work between them (a first call of a GEMM shape nobody
+  // tuned asks this of a few hundred measurements, for a dozen candidates each).
+  virtual std::vector<std::optional<double>> predict_ms_each(
+      const Config& measured, const Problem& tuned, double measured_ms,
+      const std::vector<const Config*>& candidates, const Problem& target,
+      const DeviceInfo& device) const {
+    std::vector<std::optional<double>> out;
+    out.reserve(candidates.size());
+    for (const Config* c : candidates)
+      out.push_back(predict_ms(measured, tuned, measured_ms, *c, target, device));
+    return out;
+  }
   virtual std::vector<Config> variants(const Config&, const Problem&, const DeviceLimits&) const {
     return {};
   }

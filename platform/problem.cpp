@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/util.hpp"
 #include "ktune/error.hpp"
@@ -143,6 +144,63 @@ std::string to_string(const Config& config) {
     out.append(digits, std::to_chars(digits, digits + sizeof(digits), v).ptr);
   }
   return out;
+}
+
+std::optional<double> key_distance(const Problem& a, std::string_view family, std::string_view key,
+                                   double per_attribute) {
+  // The key's parts, checked as Problem::parse checks them.
+  struct Part {
+    std::string_view name, value;
+    bool size;
+    std::int64_t v;
+  };
+  if (trim_view(key).empty()) return std::nullopt;
+  std::vector<Part> parts;
+  parts.reserve(8);
+  bool bad = false;
+  std::size_t sizes = 0;
+  for_each_part(key, ';', [&](std::string_view part) {
+    if (bad) return;
+    const size_t eq = part.find('=');
+    if (eq == std::string_view::npos) return void(bad = true);
+    const std::string_view name = trim_view(part.substr(0, eq));
+    const std::string_view value = trim_view(part.substr(eq + 1));
+    if (!is_name(name) || value.empty()) return void(bad = true);
+    for (const Part& p : parts)
+      if (p.name == name) return void(bad = true);
+    if (is_integer(value)) {
+      std::int64_t v = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec != std::errc() || end != value.data() + value.size()) return void(bad = true);
+      parts.push_back({name, value, true, v});
+      ++sizes;
+    } else {
+      parts.push_back({name, value, false, 0});
+    }
+  });
+  if (bad) return std::nullopt;
+  // problem_distance's walk, in its order (the sum's rounding follows it).
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (a.family != family || a.attrs.size() != parts.size() - sizes || a.sizes.size() != sizes)
+    return kInf;
+  auto find = [&](const std::string& name, bool size) -> const Part* {
+    for (const Part& p : parts)
+      if (p.size == size && p.name == name) return &p;
+    return nullptr;
+  };
+  double d = 0;
+  for (const auto& [name, value] : a.attrs) {
+    const Part* p = find(name, false);
+    if (!p) return kInf;
+    if (p->value != value) d += per_attribute;
+  }
+  for (const auto& [name, va] : a.sizes) {
+    const Part* p = find(name, true);
+    if (!p) return kInf;
+    d += std::fabs(std::log2(1.0 + std::max<double>(0, va)) -
+                   std::log2(1.0 + std::max<double>(0, p->v)));
+  }
+  return d;
 }
 
 Config parse_config(std::string_view text) {

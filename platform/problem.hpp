@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,12 @@ double problem_distance(const Problem& a, const Problem& b);
 // The same, with `per_attribute` added for each attribute the two differ in (another GEMM op, say)
 // instead of infinity; still infinite for another family or other size or attribute names.
 double problem_distance(const Problem& a, const Problem& b, double per_attribute);
+// problem_distance(a, Problem::parse(family, key), per_attribute), read off the key without making
+// the Problem; nullopt where Problem::parse would throw. The lookup measures every measured problem
+// of a family this way (a first call of a GEMM shape nobody tuned: a few hundred) and parses only
+// the nearest.
+std::optional<double> key_distance(const Problem& a, std::string_view family, std::string_view key,
+                                   double per_attribute);
 
 // Parameter values of one candidate, by name.
 using Config = std::map<std::string, std::int64_t, std::less<>>;

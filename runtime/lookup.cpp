@@ -247,12 +247,17 @@ std::optional<LookupResult> predicted(const Measurements& measured,
     if (!adapted) continue;
     std::vector<Config> candidates = family.variants(*adapted, problem, device.limits);
     candidates.insert(candidates.begin(), std::move(*adapted));
-    for (const Config& c : candidates) {
-      if (&c != &candidates.front() &&
-          (!within(c, only) || !family.reject(c, problem, device.limits).empty()))
-        continue;
-      const auto ms =
-          family.predict_ms(*m->measured, *m->tuned, m->row->time_median_ms, c, problem, device);
+    std::vector<const Config*> valid;
+    for (const Config& c : candidates)
+      if (&c == &candidates.front() ||
+          (within(c, only) && family.reject(c, problem, device.limits).empty()))
+        valid.push_back(&c);
+    // All of them from the one measurement at once (the family shares its part of the work).
+    const std::vector<std::optional<double>> predictions = family.predict_ms_each(
+        *m->measured, *m->tuned, m->row->time_median_ms, valid, problem, device);
+    for (std::size_t i = 0; i < valid.size(); ++i) {
+      const Config& c = *valid[i];
+      const auto& ms = predictions[i];
       if (!ms) continue;
       Ranked entry{*ms * m->blend, m->distance, m->row, m->measurements, to_string(c)};
       auto [it, fresh] = seen.emplace(entry.config, ranked.size());
@@ -374,23 +379,26 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
       // predicted from its measurements nearest to the problem, weighed by their distance, so
       // the farther ones would weigh next to nothing. Reading every row (3978 of the shipped
       // GEMM presets) took 3 ms of a first call; these are a few hundred.
+      // Each key's distance read off its text, nearest first (ties by key), and only the nearest
+      // parsed and checked, until kNearestProblems are found: the same problems as parsing every
+      // key (a few hundred Problems) and keeping the nearest that parse and that the model uses.
+      std::vector<std::pair<double, std::string_view>> order;
+      order.reserve(measured_keys.size());
+      for (const std::string& key : measured_keys)
+        if (const auto d = key_distance(problem, family.name(), key, kOtherAttr);
+            d && std::isfinite(*d))
+          order.emplace_back(*d, key);
+      std::sort(order.begin(), order.end());
       std::vector<std::pair<std::string_view, Nearby>> near;  // the key as stored, its problem
-      for (const std::string& key : measured_keys) {
+      for (const auto& [d, key] : order) {
+        if (near.size() == kNearestProblems) break;
         try {
           Problem tuned = family.parse_problem(key);
           if (!family.predict_ms(probe, tuned, 1.0, probe, problem, device)) continue;
-          const double d = problem_distance(problem, tuned, kOtherAttr);
-          if (std::isfinite(d)) near.push_back({key, Nearby{std::move(tuned), d}});
+          near.push_back({key, Nearby{std::move(tuned), d}});
         } catch (const Error&) {
         }
       }
-      const std::size_t keep = std::min(near.size(), kNearestProblems);
-      std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(keep), near.end(),
-                        [](const auto& a, const auto& b) {
-                          return std::tie(a.second.distance, a.first) <
-                                 std::tie(b.second.distance, b.first);
-                        });
-      near.resize(keep);
       std::vector<std::string> keys;
       std::vector<Nearby> nearby;
       for (auto& [key, n] : near) {

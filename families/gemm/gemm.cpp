@@ -197,17 +197,48 @@ struct GemmCost {
 // What the cost model reads of a problem, read once for the two configurations of a prediction.
 struct Shape {
   const std::string* op = nullptr;
+  const std::string* dtype = nullptr;
   int bytes = 0;
   bool ta = false, tb = false;
   std::int64_t m = 0, n = 0, k = 0;
 };
 
+// A problem's dtype, found without making a string of its name (as attr("dtype") does).
+const std::string& dtype_of(const Problem& p) {
+  for (const auto& [name, value] : p.attrs)
+    if (name == "dtype") return value;
+  return p.attr("dtype");  // throws
+}
+
+// In one walk of each of the problem's maps: a first call of a shape nobody tuned reads a few
+// thousand problems here (two a prediction), and a lookup by name of each of the five, each with
+// a string made of its name, was a tenth of that call's lookup.
 Shape read_shape(const Problem& p) {
   Shape s;
-  s.op = &p.attr("op");
-  s.bytes = dtype_bytes(p.attr("dtype"));
+  for (const auto& [name, value] : p.attrs) {
+    if (name == "op")
+      s.op = &value;
+    else if (name == "dtype")
+      s.dtype = &value;
+  }
+  const std::int64_t* m = nullptr;
+  const std::int64_t* n = nullptr;
+  const std::int64_t* k = nullptr;
+  for (const auto& [name, value] : p.sizes) {
+    if (name.size() != 1) continue;
+    if (name[0] == 'm')
+      m = &value;
+    else if (name[0] == 'n')
+      n = &value;
+    else if (name[0] == 'k')
+      k = &value;
+  }
+  // A missing one throws as the lookup by name does.
+  if (!s.op) s.op = &p.attr("op");
+  if (!s.dtype) s.dtype = &p.attr("dtype");
+  s.bytes = dtype_bytes(*s.dtype);
   parse_op(*s.op, s.ta, s.tb);
-  s.m = p.size("m"), s.n = p.size("n"), s.k = p.size("k");
+  s.m = m ? *m : p.size("m"), s.n = n ? *n : p.size("n"), s.k = k ? *k : p.size("k");
   return s;
 }
 
@@ -254,6 +285,69 @@ GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) 
                         static_cast<double>(bm * bn) * bytes;
   return cost;
 }
+
+// The predicted step's model (docs/GEMM.md, "Shapes nobody tuned"): what `measured`, timed at
+// `measured_ms` on `tuned`, says a candidate takes on `target`.
+//
+// Time = a fixed launch cost + the larger of the main loop (the busiest SM's block-steps x the
+// configuration's own time per block-step, calibrated on its measurement) and the least DRAM
+// traffic, + the split-K reduction's traffic and launch. A configuration's block-steps take the
+// time they took where it was measured: the model moves it between shapes (tile and wave
+// quantisation, occupancy, k, split-K); it does not guess tiles nobody measured.
+class Prediction {
+ public:
+  Prediction(const Config& measured, const Problem& tuned, double measured_ms,
+             const Problem& target, const DeviceInfo& device)
+      : from_(read_shape(tuned)),
+        to_(read_shape(target)),
+        limits_(device.limits),
+        // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where
+        // unknown.
+        bandwidth_(device.memory_clock_khz > 0 && device.memory_bus_bits > 0
+                       ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
+                       : 3.35e12),
+        // Split-K partial sums are read back right after they are written: what fits in L2
+        // moves at about twice the DRAM rate (docs/GEMM.md, "Fewer blocks an SM than where
+        // measured"). The architecture's L2, not this GPU's (60 MiB on an H200, 50 for sm_90):
+        // the database does not keep it, and `ktune explain --gpu` must answer as the runtime
+        // does.
+        l2_(static_cast<double>(
+            DeviceLimits::for_arch(device.limits.cc_major, device.limits.cc_minor).l2_bytes)),
+        measured_ms_(measured_ms),
+        was_(gemm_cost(measured, from_, limits_)) {}
+
+  std::optional<double> of(const Config& candidate) const {
+    const GemmCost will = gemm_cost(candidate, to_, limits_);
+    if (was_.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
+    const double loop_ms = std::max(measured_ms_ - kLaunchMs - side_ms(was_), 0.25 * measured_ms_);
+    double loop_will = will.sm_steps * (loop_ms / was_.sm_steps);
+    // Fewer blocks sharing an SM than where it was measured: the occupancy law (gemm_cost) keeps
+    // a small block's k-steps about as fast as they were, but a block alone waits on its own
+    // loads (a 32 x 64 f32 tile measured at 4 blocks an SM ran 2.3 x slower than predicted at
+    // 1). Each k-step taking as long as where measured bounds it the other way; the prediction
+    // is the geometric mean of the two (docs/GEMM.md, "Fewer blocks an SM than where measured").
+    if (will.together < was_.together)
+      loop_will = std::sqrt(loop_will * will.block_steps * (loop_ms / was_.block_steps) *
+                            (was_.together / will.together));
+    double ms = kLaunchMs + std::max(loop_will, will.dram_bytes / bandwidth_ * 1e3) + side_ms(will);
+    // Measured on another op: its loads differ; keep a margin for what was not measured.
+    if (*from_.op != *to_.op) ms *= 1.1;
+    return ms;
+  }
+
+ private:
+  static constexpr double kLaunchMs = 0.003;
+  double side_ms(const GemmCost& c) const {
+    if (!c.split) return 0.0;
+    const double in_l2 = std::min(c.reduce_bytes, l2_);
+    return (in_l2 / 2 + (c.reduce_bytes - in_l2)) / bandwidth_ * 1e3 + kLaunchMs;
+  }
+
+  const Shape from_, to_;
+  const DeviceLimits& limits_;
+  const double bandwidth_, l2_, measured_ms_;
+  const GemmCost was_;
+};
 
 // The family's data (axes, parameters, kernel name, metric, problems) is its family file,
 // gemm.family.toml; this class adds what data cannot say: the rules, walked in parameter order
@@ -534,49 +628,25 @@ class GemmFamily final : public BuiltinFileFamily {
     return c;
   }
 
-  // Time = a fixed launch cost + the larger of the main loop (the busiest SM's block-steps x the
-  // configuration's own time per block-step, calibrated on its measurement) and the least DRAM
-  // traffic, + the split-K reduction's traffic and launch. A configuration's block-steps take the
-  // time they took where it was measured: the model moves it between shapes (tile and wave
-  // quantisation, occupancy, k, split-K); it does not guess tiles nobody measured.
+  // The model: Prediction, above.
   std::optional<double> predict_ms(const Config& measured, const Problem& tuned, double measured_ms,
                                    const Config& candidate, const Problem& target,
                                    const DeviceInfo& device) const override {
-    if (tuned.attr("dtype") != target.attr("dtype") || !(measured_ms > 0)) return std::nullopt;
-    const Shape from = read_shape(tuned), to = read_shape(target);
-    constexpr double kLaunchMs = 0.003;
-    // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where unknown.
-    const double bandwidth = device.memory_clock_khz > 0 && device.memory_bus_bits > 0
-                                 ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
-                                 : 3.35e12;
-    // Split-K partial sums are read back right after they are written: what fits in L2 moves at
-    // about twice the DRAM rate (docs/GEMM.md, "Fewer blocks an SM than where measured"). The
-    // architecture's L2, not this GPU's (60 MiB on an H200, 50 for sm_90): the database does not
-    // keep it, and `ktune explain --gpu` must answer as the runtime does.
-    const double l2 = static_cast<double>(
-        DeviceLimits::for_arch(device.limits.cc_major, device.limits.cc_minor).l2_bytes);
-    auto side_ms = [&](const GemmCost& c) {
-      if (!c.split) return 0.0;
-      const double in_l2 = std::min(c.reduce_bytes, l2);
-      return (in_l2 / 2 + (c.reduce_bytes - in_l2)) / bandwidth * 1e3 + kLaunchMs;
-    };
-    const GemmCost was = gemm_cost(measured, from, device.limits);
-    const GemmCost will = gemm_cost(candidate, to, device.limits);
-    if (was.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
-    const double loop_ms = std::max(measured_ms - kLaunchMs - side_ms(was), 0.25 * measured_ms);
-    double loop_will = will.sm_steps * (loop_ms / was.sm_steps);
-    // Fewer blocks sharing an SM than where it was measured: the occupancy law (gemm_cost) keeps a
-    // small block's k-steps about as fast as they were, but a block alone waits on its own loads
-    // (a 32 x 64 f32 tile measured at 4 blocks an SM ran 2.3 x slower than predicted at 1). Each
-    // k-step taking as long as where measured bounds it the other way; the prediction is the
-    // geometric mean of the two (docs/GEMM.md, "Fewer blocks an SM than where measured").
-    if (will.together < was.together)
-      loop_will = std::sqrt(loop_will * will.block_steps * (loop_ms / was.block_steps) *
-                            (was.together / will.together));
-    double ms = kLaunchMs + std::max(loop_will, will.dram_bytes / bandwidth * 1e3) + side_ms(will);
-    // Measured on another op: its loads differ; keep a margin for what was not measured.
-    if (*from.op != *to.op) ms *= 1.1;
-    return ms;
+    if (dtype_of(tuned) != dtype_of(target) || !(measured_ms > 0)) return std::nullopt;
+    return Prediction(measured, tuned, measured_ms, target, device).of(candidate);
+  }
+
+  // The measurement's part (its shape, its cost, its time per block-step) once for all of them.
+  std::vector<std::optional<double>> predict_ms_each(const Config& measured, const Problem& tuned,
+                                                     double measured_ms,
+                                                     const std::vector<const Config*>& candidates,
+                                                     const Problem& target,
+                                                     const DeviceInfo& device) const override {
+    std::vector<std::optional<double>> out(candidates.size());
+    if (candidates.empty() || dtype_of(tuned) != dtype_of(target) || !(measured_ms > 0)) return out;
+    const Prediction prediction(measured, tuned, measured_ms, target, device);
+    for (std::size_t i = 0; i < candidates.size(); ++i) out[i] = prediction.of(*candidates[i]);
+    return out;
   }
 
   std::vector<Config> variants(const Config& c, const Problem& p,

@@ -314,6 +314,35 @@ TEST_F(Predicted, AMeasurementPredictsItselfAndTimeGrowsWithTheWork) {
                                  p("align=2;dtype=f64;k=4096;m=4096;n=4096;op=nn"), h200_));
 }
 
+// The lookup asks for all the candidates of one measurement at once (predict_ms_each): each
+// gets the time predict_ms gives it alone, to the bit, and another dtype none.
+TEST_F(Predicted, EachCandidateOfAMeasurementAtOnceAsAlone) {
+  const Config measured = parse_config(kBig);
+  std::vector<Config> configs;
+  for (const Config& c : gemm().variants(measured, p(k4096), h200_.limits)) configs.push_back(c);
+  configs.push_back(parse_config(kSmall));
+  configs.push_back(measured);
+  std::vector<const Config*> candidates;
+  for (const Config& c : configs) candidates.push_back(&c);
+  ASSERT_GE(candidates.size(), 2u);
+  for (const char* target : {"align=4;dtype=f32;k=777;m=3000;n=1234;op=nn",
+                             "align=4;dtype=f32;k=100000;m=200;n=300;op=tn",
+                             "align=2;dtype=f64;k=4096;m=4096;n=4096;op=nn"}) {
+    const auto each =
+        gemm().predict_ms_each(measured, p(k4096), 2.77, candidates, p(target), h200_);
+    ASSERT_EQ(each.size(), candidates.size());
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const auto alone =
+          gemm().predict_ms(measured, p(k4096), 2.77, *candidates[i], p(target), h200_);
+      EXPECT_EQ(each[i].has_value(), alone.has_value()) << target << " " << i;
+      if (each[i] && alone) {
+        EXPECT_EQ(*each[i], *alone) << target << " " << i;
+      }
+    }
+  }
+  EXPECT_TRUE(gemm().predict_ms_each(measured, p(k4096), 2.77, {}, p(k4096), h200_).empty());
+}
+
 // Two measurements of the shipped H200 presets moved to fewer blocks an SM, against what the
 // same kernels ran in there (H200). The occupancy law alone predicted both 2.3 and 2.6 x too fast
 // (0.0088 and 0.0114 ms), and the ranking chose such kernels for the presets stage's worst shapes.

@@ -74,6 +74,43 @@ TEST(ProblemDistance, LogScaleAndAttributeAware) {
   EXPECT_TRUE(std::isinf(problem_distance(a, Problem::parse("f", "dtype=f32;n=1023"), 2.0)));
 }
 
+// key_distance reads the distance off a key's text for the lookup: exactly problem_distance of the
+// parsed key (the same double: the lookup's ranking of ties follows it), and nothing where
+// Problem::parse would throw.
+TEST(ProblemDistance, KeyDistanceIsTheParsedKeysDistance) {
+  const Problem gemm = Problem::parse("gemm", "align=4;dtype=f32;k=777;m=3000;n=1234;op=nn");
+  const char* keys[] = {
+      "align=4;dtype=f32;k=777;m=3000;n=1234;op=nn",  // itself
+      "align=4;dtype=f32;k=1024;m=4096;n=8;op=tn",    // another op
+      "align=2;dtype=f64;k=1;m=0;n=-5;op=tt",  // every attribute differs; sizes at 0 and below
+      "op=nn;n=1234;m=3000;k=777;dtype=f32;align=4",      // another order of the same parts
+      " align = 4 ;dtype=f32;k=777;m=3000;n=1234;op=nn",  // blanks around names and values
+      "align=4;dtype=f32;k=777;m=3000;op=nn",             // a size fewer
+      "align=4;dtype=f32;k=777;m=3000;n=1234;op=nn;x=1",  // a size more
+      "align=4;dtype=f32;k=777;m=3000;n=1234;q=nn",       // another attribute's name
+      "align=4;dtype=f32;k=777;m=3000;n=1234;op=7",       // op a number: a size, not an attribute
+  };
+  for (const char* key : keys) {
+    const auto d = key_distance(gemm, "gemm", key, 2.0);
+    ASSERT_TRUE(d.has_value()) << key;
+    const double want = problem_distance(gemm, Problem::parse("gemm", key), 2.0);
+    EXPECT_TRUE(*d == want || (std::isinf(*d) && std::isinf(want)))
+        << key << ": " << *d << " " << want;
+  }
+  EXPECT_TRUE(std::isinf(*key_distance(gemm, "other", keys[0], 2.0)));  // another family
+  EXPECT_EQ(*key_distance(gemm, "gemm", keys[0], 2.0), 0.0);
+  EXPECT_EQ(*key_distance(gemm, "gemm", keys[1], 2.0),
+            2.0 + std::fabs(std::log2(1.0 + 777) - std::log2(1.0 + 1024)) +
+                std::fabs(std::log2(1.0 + 3000) - std::log2(1.0 + 4096)) +
+                std::fabs(std::log2(1.0 + 1234) - std::log2(1.0 + 8)));
+  // Keys Problem::parse refuses.
+  for (const char* bad : {"", "  ", "align", "align=;m=1", "a b=1", "m=1;m=2", "m=1;;n=2",
+                          "m=99999999999999999999", "m=1;n=2;"}) {
+    EXPECT_THROW(Problem::parse("gemm", bad), Error) << bad;
+    EXPECT_FALSE(key_distance(gemm, "gemm", bad, 2.0).has_value()) << bad;
+  }
+}
+
 TEST(ConfigText, RoundTrips) {
   Config c{{"BLOCK", 256}, {"VEC", 4}, {"GRID", 0}};
   EXPECT_EQ(to_string(c), "BLOCK=256,GRID=0,VEC=4");
