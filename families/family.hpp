@@ -201,7 +201,8 @@ class Family {
   }
   // predict_ms of each of `candidates` from one measurement: the same times, where a family
   // shares the measurement's part of the work between them (a first call of a GEMM shape nobody
-  // tuned asks this of a few hundred measurements, for a dozen candidates each).
+  // tuned asks this of each of a few hundred measurements, for its adapted winner and the
+  // winner's other split counts).
   virtual std::vector<std::optional<double>> predict_ms_each(
       const Config& measured, const Problem& tuned, double measured_ms,
       const std::vector<const Config*>& candidates, const Problem& target,
