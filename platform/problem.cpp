@@ -29,6 +29,16 @@ bool is_name(std::string_view s) {
   return true;
 }
 
+// One part of a problem key, name=value with both trimmed: false where it is not one (no '=', a
+// name that is not a name, no value). Problem::parse and key_distance read keys alike through it.
+bool split_key_part(std::string_view part, std::string_view& name, std::string_view& value) {
+  const size_t eq = part.find('=');
+  if (eq == std::string_view::npos) return false;
+  name = trim_view(part.substr(0, eq));
+  value = trim_view(part.substr(eq + 1));
+  return is_name(name) && !value.empty();
+}
+
 // `what` and `name` make the message ("config BM"), built only for an error: a first call's lookup
 // parses hundreds of keys and configurations.
 std::int64_t to_int(std::string_view s, std::string_view what, std::string_view name) {
@@ -76,15 +86,11 @@ Problem Problem::parse(const std::string& family, std::string_view key) {
   p.family = family;
   if (trim_view(key).empty()) throw Error(ErrorCode::kInvalidArgument, "problem: empty key");
   for_each_part(key, ';', [&](std::string_view part) {
-    const size_t eq = part.find('=');
-    if (eq == std::string_view::npos)
+    std::string_view name_view, value;
+    if (!split_key_part(part, name_view, value))
       throw Error(ErrorCode::kInvalidArgument,
                   "problem: '" + std::string(part) + "' is not name=value");
-    const std::string name(trim_view(part.substr(0, eq)));
-    const std::string_view value = trim_view(part.substr(eq + 1));
-    if (!is_name(name) || value.empty())
-      throw Error(ErrorCode::kInvalidArgument,
-                  "problem: '" + std::string(part) + "' is not name=value");
+    const std::string name(name_view);
     if (p.attrs.count(name) || p.sizes.count(name))
       throw Error(ErrorCode::kInvalidArgument, "problem: '" + name + "' given twice");
     if (is_integer(value))
@@ -161,11 +167,8 @@ std::optional<double> key_distance(const Problem& a, std::string_view family, st
   std::size_t sizes = 0;
   for_each_part(key, ';', [&](std::string_view part) {
     if (bad) return;
-    const size_t eq = part.find('=');
-    if (eq == std::string_view::npos) return void(bad = true);
-    const std::string_view name = trim_view(part.substr(0, eq));
-    const std::string_view value = trim_view(part.substr(eq + 1));
-    if (!is_name(name) || value.empty()) return void(bad = true);
+    std::string_view name, value;
+    if (!split_key_part(part, name, value)) return void(bad = true);
     for (const Part& p : parts)
       if (p.name == name) return void(bad = true);
     if (is_integer(value)) {

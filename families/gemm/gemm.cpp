@@ -197,7 +197,6 @@ struct GemmCost {
 // What the cost model reads of a problem, read once for the two configurations of a prediction.
 struct Shape {
   const std::string* op = nullptr;
-  const std::string* dtype = nullptr;
   int bytes = 0;
   bool ta = false, tb = false;
   std::int64_t m = 0, n = 0, k = 0;
@@ -215,12 +214,8 @@ const std::string& dtype_of(const Problem& p) {
 // a string made of its name, was a tenth of that call's lookup.
 Shape read_shape(const Problem& p) {
   Shape s;
-  for (const auto& [name, value] : p.attrs) {
-    if (name == "op")
-      s.op = &value;
-    else if (name == "dtype")
-      s.dtype = &value;
-  }
+  for (const auto& [name, value] : p.attrs)
+    if (name == "op") s.op = &value;
   const std::int64_t* m = nullptr;
   const std::int64_t* n = nullptr;
   const std::int64_t* k = nullptr;
@@ -235,8 +230,7 @@ Shape read_shape(const Problem& p) {
   }
   // A missing one throws as the lookup by name does.
   if (!s.op) s.op = &p.attr("op");
-  if (!s.dtype) s.dtype = &p.attr("dtype");
-  s.bytes = dtype_bytes(*s.dtype);
+  s.bytes = dtype_bytes(dtype_of(p));
   parse_op(*s.op, s.ta, s.tb);
   s.m = m ? *m : p.size("m"), s.n = n ? *n : p.size("n"), s.k = k ? *k : p.size("k");
   return s;
@@ -313,13 +307,13 @@ class Prediction {
         // does.
         l2_(static_cast<double>(
             DeviceLimits::for_arch(device.limits.cc_major, device.limits.cc_minor).l2_bytes)),
-        measured_ms_(measured_ms),
-        was_(gemm_cost(measured, from_, limits_)) {}
+        was_(gemm_cost(measured, from_, limits_)),
+        loop_ms_(std::max(measured_ms - kLaunchMs - side_ms(was_), 0.25 * measured_ms)) {}
 
   std::optional<double> of(const Config& candidate) const {
     const GemmCost will = gemm_cost(candidate, to_, limits_);
     if (was_.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
-    const double loop_ms = std::max(measured_ms_ - kLaunchMs - side_ms(was_), 0.25 * measured_ms_);
+    const double loop_ms = loop_ms_;
     double loop_will = will.sm_steps * (loop_ms / was_.sm_steps);
     // Fewer blocks sharing an SM than where it was measured: the occupancy law (gemm_cost) keeps
     // a small block's k-steps about as fast as they were, but a block alone waits on its own
@@ -345,8 +339,9 @@ class Prediction {
 
   const Shape from_, to_;
   const DeviceLimits& limits_;
-  const double bandwidth_, l2_, measured_ms_;
+  const double bandwidth_, l2_;
   const GemmCost was_;
+  const double loop_ms_;  // the measurement's main loop: its time less the launch and the split
 };
 
 // The family's data (axes, parameters, kernel name, metric, problems) is its family file,
