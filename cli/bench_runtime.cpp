@@ -31,6 +31,7 @@
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
 #include "platform/nvrtc.hpp"
+#include "runtime/first_call_times.hpp"
 
 namespace ktune::cli {
 namespace {
@@ -50,6 +51,8 @@ struct ProbeResult {
   double construct_ms = 0;  // of first_call_ms: the Runtime's construction (database open)
   double lookup_ms = 0;     // explain_first: the lookup chain's walk, the process's first
   std::uint64_t nvrtc_calls = 0;
+  detail::MissTimes miss;  // of first_call_ms: the call's lookup and its kernel made ready
+  detail::ConstructTimes construct;  // of construct_ms
   std::string step, config;
   bool verified = false;
 };
@@ -151,8 +154,10 @@ ProbeResult run_probe(const Common& common, const Probe& probe, bool explain_fir
                  buffers[2].as<float>(), g.m, stream.get());
   }
   const auto t3 = Clock::now();
+  r.miss = detail::last_miss_times();
   stream.synchronize();
   const auto t4 = Clock::now();
+  r.construct = detail::last_construct_times();
   r.first_call_ms = ms_between(t2, t3);
   r.complete_ms = ms_between(t2, t4);
   r.nvrtc_calls = nvrtc_compile_calls() - compiles_before;
@@ -182,9 +187,12 @@ ProbeResult in_child(const Common& common, const Probe& probe, bool explain_firs
     try {
       ProbeResult r = run_probe(common, probe, explain_first);
       out << "ok " << r.context_ms << ' ' << r.first_call_ms << ' ' << r.complete_ms << ' '
-          << r.construct_ms << ' ' << r.lookup_ms << ' ' << r.nvrtc_calls << ' '
-          << (r.verified ? 1 : 0) << ' ' << (r.step.empty() ? "-" : r.step) << ' '
-          << (r.config.empty() ? "-" : r.config) << '\n';
+          << r.construct_ms << ' ' << r.lookup_ms << ' ' << r.nvrtc_calls << ' ' << r.miss.lookup_ms
+          << ' ' << r.miss.request_ms << ' ' << r.miss.key_ms << ' ' << r.miss.binary_ms << ' '
+          << r.miss.load_ms << ' ' << r.miss.plan_ms << ' ' << r.construct.device_ms << ' '
+          << r.construct.open_ms << ' ' << r.construct.open_wait_ms << ' '
+          << r.construct.families_ms << ' ' << (r.verified ? 1 : 0) << ' '
+          << (r.step.empty() ? "-" : r.step) << ' ' << (r.config.empty() ? "-" : r.config) << '\n';
     } catch (const Error& e) {
       out << "error " << static_cast<int>(e.code()) << ' ' << e.what() << '\n';
     } catch (const std::exception& e) {
@@ -209,7 +217,10 @@ ProbeResult in_child(const Common& common, const Probe& probe, bool explain_firs
   if (word == "ok") {
     int verified = 0;
     in >> r.context_ms >> r.first_call_ms >> r.complete_ms >> r.construct_ms >> r.lookup_ms >>
-        r.nvrtc_calls >> verified >> r.step >> r.config;
+        r.nvrtc_calls >> r.miss.lookup_ms >> r.miss.request_ms >> r.miss.key_ms >>
+        r.miss.binary_ms >> r.miss.load_ms >> r.miss.plan_ms >> r.construct.device_ms >>
+        r.construct.open_ms >> r.construct.open_wait_ms >> r.construct.families_ms >> verified >>
+        r.step >> r.config;
     r.verified = verified != 0;
     r.ok = true;
   } else if (word == "error") {
@@ -257,6 +268,10 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
       runs.push_back(r);
     }
     std::vector<double> first, ctx, complete, construct;
+    // The first call's parts, and what is left of it (arguments checked, the families made
+    // ready, the problem's key, the launch).
+    std::vector<double> lookup, request, key, binary, load, plan, rest;
+    std::vector<double> device_read, open, open_wait, families;  // of the construction
     std::uint64_t nvrtc = 0;
     bool verified = true;
     for (const auto& r : runs) {
@@ -264,6 +279,19 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
       ctx.push_back(r.context_ms);
       complete.push_back(r.complete_ms);
       construct.push_back(r.construct_ms);
+      device_read.push_back(r.construct.device_ms);
+      open.push_back(r.construct.open_ms);
+      open_wait.push_back(r.construct.open_wait_ms);
+      families.push_back(r.construct.families_ms);
+      const detail::MissTimes& t = r.miss;
+      lookup.push_back(t.lookup_ms);
+      request.push_back(t.request_ms);
+      key.push_back(t.key_ms);
+      binary.push_back(t.binary_ms);
+      load.push_back(t.load_ms);
+      plan.push_back(t.plan_ms);
+      rest.push_back(r.first_call_ms - r.construct_ms - t.lookup_ms - t.request_ms - t.key_ms -
+                     t.binary_ms - t.load_ms - t.plan_ms);
       nvrtc += r.nvrtc_calls;
       verified &= r.verified;
     }
@@ -275,7 +303,15 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
     m.note = "lookup " + warm.step + ", " + warm.config + " (the lookup alone " +
              fixed(warm.lookup_ms, 2) + " ms as the warm-up process's first); context creation " +
              fixed(median(ctx), 1) + " ms (not counted); of the first call, Runtime construction " +
-             fixed(median(construct), 2) + " ms; to completion " + fixed(median(complete), 2) +
+             fixed(median(construct), 2) + " ms (the device read " + fixed(median(device_read), 2) +
+             ", the database opened " + fixed(median(open), 2) + " on its thread, waited for " +
+             fixed(median(open_wait), 2) + "; the families made ready " +
+             fixed(median(families), 2) + " on theirs), the lookup " + fixed(median(lookup), 2) +
+             ", the compile request " + fixed(median(request), 2) + ", its cache key " +
+             fixed(median(key), 2) + ", the binary read " + fixed(median(binary), 2) +
+             ", the module loaded " + fixed(median(load), 2) + ", the launch plan " +
+             fixed(median(plan), 2) + ", the rest (arguments, families, key, launch) " +
+             fixed(median(rest), 2) + " (medians); to completion " + fixed(median(complete), 2) +
              " ms; output " + (verified ? "verified" : "WRONG") + "; median of " +
              std::to_string(kFirstCallProcesses) + " processes";
     rows.push_back(m);

@@ -1,6 +1,7 @@
 // Loading CUBINs as modules, launching, and the two-level compile cache (memory, a BinaryStore).
 #include "platform/kernel_cache.hpp"
 
+#include <chrono>
 #include <sstream>
 
 #include "platform/device.hpp"
@@ -210,16 +211,30 @@ void KernelCache::store_binary(const std::string& key, const CompileRequest& req
   if (store_->accepts_binaries()) store_->put_binary(key, request.arch, binary);
 }
 
-std::shared_ptr<const Kernel> KernelCache::get(const CompileRequest& request) {
+std::shared_ptr<const Kernel> KernelCache::get(const CompileRequest& request, GetTimes* times) {
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const auto t0 = times ? Clock::now() : Clock::time_point{};
   std::string key = compile_cache_key(request);
-  if (auto k = find_loaded(key)) return k;
+  if (auto k = find_loaded(key)) {
+    if (times) *times = GetTimes{ms(t0, Clock::now())};
+    return k;
+  }
+  const auto t1 = times ? Clock::now() : Clock::time_point{};
   CompileResult compiled;
+  bool compiled_here = false;
   if (!find_binary(key, compiled)) {
     compiled = compile(request);
     count_compile();
     store_binary(key, request, compiled);
+    compiled_here = true;
   }
-  return load(key, compiled);
+  const auto t2 = times ? Clock::now() : Clock::time_point{};
+  auto kernel = load(key, compiled);
+  if (times) *times = GetTimes{ms(t0, t1), ms(t1, t2), ms(t2, Clock::now()), compiled_here};
+  return kernel;
 }
 
 }  // namespace ktune

@@ -95,7 +95,14 @@ class KernelCache {
  public:
   KernelCache(const Device& device, BinaryStore* store);
 
-  std::shared_ptr<const Kernel> get(const CompileRequest& request);
+  // Where get()'s time went, for a caller that asks (`ktune bench runtime`'s first calls).
+  struct GetTimes {
+    double key_ms = 0;     // the request's cache key: its source and options hashed
+    double binary_ms = 0;  // the binary: read from the store, or compiled (and stored)
+    double load_ms = 0;    // the module loaded and its functions found; 0 when loaded before
+    bool compiled = false;
+  };
+  std::shared_ptr<const Kernel> get(const CompileRequest& request, GetTimes* times = nullptr);
 
   // The pieces of get(), for the tuner's pipeline: compile on worker threads, load on the GPU one.
   std::shared_ptr<const Kernel> find_loaded(const std::string& key);

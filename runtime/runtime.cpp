@@ -1,5 +1,7 @@
 // ktune::Runtime: looks up, compiles once, caches and launches tuned kernels on the caller's
 // stream.
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +30,7 @@
 #include "platform/device.hpp"
 #include "platform/driver.hpp"
 #include "platform/kernel_cache.hpp"
+#include "runtime/first_call_times.hpp"
 #include "runtime/lookup.hpp"
 
 namespace ktune {
@@ -57,6 +60,31 @@ std::string_view to_string(ErrorCode code) noexcept {
 }
 
 std::string default_database_path() { return database_default_path(); }
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+}  // namespace
+
+namespace detail {
+namespace {
+std::mutex miss_times_mutex;  // guards both
+MissTimes miss_times;
+ConstructTimes construct_times;
+}  // namespace
+
+MissTimes last_miss_times() {
+  std::lock_guard lock(miss_times_mutex);
+  return miss_times;
+}
+
+ConstructTimes last_construct_times() {
+  std::lock_guard lock(miss_times_mutex);
+  return construct_times;
+}
+}  // namespace detail
 
 struct Runtime::Impl {
   struct Entry {
@@ -131,17 +159,26 @@ struct Runtime::Impl {
     // an H200's Runtime construction (the device's two clock rates alone 0.88 ms of the driver's
     // time; Device now reads them on a thread of its own, for the first lookup). Not before the
     // device is known to exist: a machine without one gets its error with no database touched.
+    const auto started = Clock::now();
+    std::atomic<double> open_ms{0};
+    {
+      std::lock_guard lock(detail::miss_times_mutex);
+      detail::construct_times = {};
+    }
     const int devices = device_count();
     if (devices == 0 || options.device < 0 || options.device >= devices)
       device = std::make_unique<Device>(options.device);  // throws what is wrong
     // The open's warnings, given on this thread. A future of std::async waits for its thread as
     // it is destroyed: an error thrown below leaves no thread writing these or reading `options`.
     std::vector<std::string> notices;
-    auto open = [this, &notices] {
-      return open_for_runtime(
-          options.database.empty() ? database_default_path() : options.database,
-          options.tune_on_miss != nullptr,
-          [&notices](const std::string& message) { notices.push_back(message); });
+    auto open = [this, &notices, &open_ms] {
+      const auto t = Clock::now();
+      auto db =
+          open_for_runtime(options.database.empty() ? database_default_path() : options.database,
+                           options.tune_on_miss != nullptr,
+                           [&notices](const std::string& message) { notices.push_back(message); });
+      open_ms = ms_between(t, Clock::now());
+      return db;
     };
     std::future<std::unique_ptr<Database>> opening;
     if (options.use_database) {
@@ -158,6 +195,7 @@ struct Runtime::Impl {
     // itself or waits for it (each is made once per process).
     try {
       preparing = std::async(std::launch::async, [] {
+        const auto t = Clock::now();
         for (const char* name : {"gemm", "gemm_skinny", "elementwise", "histogram",
                                  "gemm_tc_skinny", "gemm_tc", "gemm_tc80"}) {
           try {
@@ -168,11 +206,15 @@ struct Runtime::Impl {
             // a call that uses the family meets its error itself
           }
         }
+        std::lock_guard lock(detail::miss_times_mutex);
+        detail::construct_times.families_ms = ms_between(t, Clock::now());
       });
     } catch (const std::system_error&) {
       // no thread to spare: each family is made at its first use
     }
+    const auto device_started = Clock::now();
     if (!device) device = std::make_unique<Device>(options.device);
+    const double device_ms = ms_between(device_started, Clock::now());
     // The stream-ordered allocator's first allocation in the process, on a thread of its own: it
     // took 7 to 10 ms of an H200's first call of any shape with split-K partial sums. Calls
     // meanwhile allocate plainly (cuMemAlloc, 0.1 ms).
@@ -188,15 +230,24 @@ struct Runtime::Impl {
       }
     }
     for (const auto& file : options.family_files) add_family_file(file);
+    const auto waited = Clock::now();
     if (opening.valid())
       db = opening.get();
     else if (options.use_database)
       db = open();
+    const double open_wait_ms = ms_between(waited, Clock::now());
     for (const auto& message : notices) warn(message);
     // The binaries compiled here are stored in the database for the next process (not where it
     // is read-only): why open_for_runtime opens a writable file for writing even without
     // tune-on-miss (76db277 did not, and every first call compiled again).
     kernels = std::make_unique<KernelCache>(*device, db.get());
+    std::lock_guard lock(detail::miss_times_mutex);
+    detail::ConstructTimes& times = detail::construct_times;
+    times.total_ms = ms_between(started, Clock::now());
+    times.device_ms = device_ms;
+    times.open_ms = open_ms;
+    times.open_wait_ms = open_wait_ms;
+    times.recorded = true;
   }
 
   // Stops the background tuning: the run in progress finishes (its budget bounds it), the queue
@@ -322,16 +373,31 @@ struct Runtime::Impl {
     return lookup(family, problem);
   }
 
-  Entry make_entry(const Family& family, const Problem& problem, LookupResult choice) {
+  // `times`, where given, gets where the time went (lookup_ms is the caller's).
+  Entry make_entry(const Family& family, const Problem& problem, LookupResult choice,
+                   detail::MissTimes* times = nullptr) {
     Entry e;
     e.choice = std::move(choice);
-    e.kernel =
-        kernels->get(family.compile_request(e.choice.config, problem, device->limits().arch()));
+    const auto t0 = Clock::now();
+    const CompileRequest request =
+        family.compile_request(e.choice.config, problem, device->limits().arch());
+    const auto t1 = Clock::now();
+    KernelCache::GetTimes got;
+    e.kernel = kernels->get(request, &got);
+    const auto t2 = Clock::now();
     e.plan = family.launch_plan(e.choice.config, problem, device->limits());
     if (family.name() == "elementwise")
       e.elementwise = elementwise_plan(
           *e.kernel, e.choice.config, device->limits(), problem.attr("dtype") == "f64" ? 8 : 4,
           static_cast<std::uint64_t>(problem.size("n")), static_cast<int>(problem.size("align")));
+    if (times) {
+      times->request_ms = ms_between(t0, t1);
+      times->key_ms = got.key_ms;
+      times->binary_ms = got.binary_ms;
+      times->load_ms = got.load_ms;
+      times->compiled = got.compiled;
+      times->plan_ms = ms_between(t2, Clock::now());
+    }
     return e;
   }
 
@@ -342,7 +408,16 @@ struct Runtime::Impl {
       auto it = entries.find(key);
       if (it != entries.end()) return *it->second;
     }
-    Entry e = make_entry(family, problem, choose(family, problem));
+    detail::MissTimes times;
+    const auto t0 = Clock::now();
+    LookupResult choice = choose(family, problem);
+    times.lookup_ms = ms_between(t0, Clock::now());
+    Entry e = make_entry(family, problem, std::move(choice), &times);
+    times.recorded = true;
+    {
+      std::lock_guard lock(detail::miss_times_mutex);
+      detail::miss_times = times;
+    }
     std::lock_guard lock(mutex);
     auto [it, inserted] = entries.try_emplace(key, nullptr);
     if (inserted) it->second = &storage.emplace_back(std::move(e));
