@@ -150,10 +150,15 @@ std::vector<std::string> split_paths(const char* text) {
   return out;
 }
 
+// A loop of four compares: the lookup of a first call trims each part of a few hundred keys and
+// configurations, where find_first_not_of's search of the set cost about 80 instructions a part.
 std::string_view trim_view(std::string_view text) {
-  const std::size_t b = text.find_first_not_of(" \t\r\n");
-  if (b == text.npos) return {};
-  return text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  std::size_t b = 0, e = text.size();
+  while (b < e && space(text[b])) ++b;
+  if (b == e) return {};
+  while (space(text[e - 1])) --e;
+  return text.substr(b, e - b);
 }
 
 std::string trim(std::string_view text) { return std::string(trim_view(text)); }

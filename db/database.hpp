@@ -214,8 +214,9 @@ class Database final : public BinaryStore {
                                          const std::string& template_hash,
                                          std::int64_t device_id = 0,
                                          const std::string& problem = "", int per_problem = 1);
-  // The problems with an ok result of one family and template hash, in order: from the table of
-  // them that triggers keep (schema v5), or in an older file open read-only through the index.
+  // The problems with an ok result of one family and template hash, in byte order (std::string's
+  // order: the lookup binary-searches them): from the table of them that triggers keep (schema
+  // v5), or in an older file open read-only through the index.
   std::vector<std::string> measured_problems(const std::string& family,
                                              const std::string& template_hash);
   // Every ok result of one family and template hash for these problems, the problems' in the

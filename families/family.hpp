@@ -213,6 +213,23 @@ class Family {
       out.push_back(predict_ms(measured, tuned, measured_ms, *c, target, device));
     return out;
   }
+  // predict_ms of one candidate from each of several measurements (a configuration, its problem,
+  // its time): the same times, where a family shares the candidate's part of the work between
+  // them (the lookup blends what each of a kernel's measurements near the problem says of it).
+  struct Measured {
+    const Config* config;
+    const Problem* tuned;
+    double ms;
+  };
+  virtual std::vector<std::optional<double>> predict_ms_from_each(
+      const std::vector<Measured>& measured, const Config& candidate, const Problem& target,
+      const DeviceInfo& device) const {
+    std::vector<std::optional<double>> out;
+    out.reserve(measured.size());
+    for (const Measured& m : measured)
+      out.push_back(predict_ms(*m.config, *m.tuned, m.ms, candidate, target, device));
+    return out;
+  }
   virtual std::vector<Config> variants(const Config&, const Problem&, const DeviceLimits&) const {
     return {};
   }

@@ -290,28 +290,43 @@ GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) 
 // quantisation, occupancy, k, split-K); it does not guess tiles nobody measured.
 class Prediction {
  public:
-  Prediction(const Config& measured, const Problem& tuned, double measured_ms,
-             const Problem& target, const DeviceInfo& device)
-      : from_(read_shape(tuned)),
-        to_(read_shape(target)),
-        limits_(device.limits),
-        // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where
-        // unknown.
-        bandwidth_(device.memory_clock_khz > 0 && device.memory_bus_bits > 0
-                       ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
-                       : 3.35e12),
-        // Split-K partial sums are read back right after they are written: what fits in L2
-        // moves at about twice the DRAM rate (docs/GEMM.md, "Fewer blocks an SM than where
-        // measured"). The architecture's L2, not this GPU's (60 MiB on an H200, 50 for sm_90):
-        // the database does not keep it, and `ktune explain --gpu` must answer as the runtime
-        // does.
-        l2_(static_cast<double>(
-            DeviceLimits::for_arch(device.limits.cc_major, device.limits.cc_minor).l2_bytes)),
-        was_(gemm_cost(measured, from_, limits_)),
+  // The problem predicted for, on one device: what every measurement's prediction shares (a
+  // candidate's cost there is the same from each of its measurements).
+  class Target {
+   public:
+    Target(const Problem& target, const DeviceInfo& device)
+        : to_(read_shape(target)),
+          limits_(device.limits),
+          // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where
+          // unknown.
+          bandwidth_(device.memory_clock_khz > 0 && device.memory_bus_bits > 0
+                         ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
+                         : 3.35e12),
+          // Split-K partial sums are read back right after they are written: what fits in L2
+          // moves at about twice the DRAM rate (docs/GEMM.md, "Fewer blocks an SM than where
+          // measured"). The architecture's L2, not this GPU's (60 MiB on an H200, 50 for
+          // sm_90): the database does not keep it, and `ktune explain --gpu` must answer as the
+          // runtime does.
+          l2_(static_cast<double>(
+              DeviceLimits::for_arch(device.limits.cc_major, device.limits.cc_minor).l2_bytes)) {}
+    GemmCost cost(const Config& candidate) const { return gemm_cost(candidate, to_, limits_); }
+
+   private:
+    friend class Prediction;
+    const Shape to_;
+    const DeviceLimits& limits_;
+    const double bandwidth_, l2_;
+  };
+
+  Prediction(const Config& measured, const Problem& tuned, double measured_ms, const Target& target)
+      : target_(target),
+        from_(read_shape(tuned)),
+        was_(gemm_cost(measured, from_, target.limits_)),
         loop_ms_(std::max(measured_ms - kLaunchMs - side_ms(was_), 0.25 * measured_ms)) {}
 
-  std::optional<double> of(const Config& candidate) const {
-    const GemmCost will = gemm_cost(candidate, to_, limits_);
+  std::optional<double> of(const Config& candidate) const { return of(target_.cost(candidate)); }
+  // The candidate's cost on the target given (Target::cost).
+  std::optional<double> of(const GemmCost& will) const {
     if (was_.sm_steps <= 0 || will.sm_steps <= 0) return std::nullopt;
     const double loop_ms = loop_ms_;
     double loop_will = will.sm_steps * (loop_ms / was_.sm_steps);
@@ -323,9 +338,10 @@ class Prediction {
     if (will.together < was_.together)
       loop_will = std::sqrt(loop_will * will.block_steps * (loop_ms / was_.block_steps) *
                             (was_.together / will.together));
-    double ms = kLaunchMs + std::max(loop_will, will.dram_bytes / bandwidth_ * 1e3) + side_ms(will);
+    double ms =
+        kLaunchMs + std::max(loop_will, will.dram_bytes / target_.bandwidth_ * 1e3) + side_ms(will);
     // Measured on another op: its loads differ; keep a margin for what was not measured.
-    if (*from_.op != *to_.op) ms *= 1.1;
+    if (*from_.op != *target_.to_.op) ms *= 1.1;
     return ms;
   }
 
@@ -333,13 +349,12 @@ class Prediction {
   static constexpr double kLaunchMs = 0.003;
   double side_ms(const GemmCost& c) const {
     if (!c.split) return 0.0;
-    const double in_l2 = std::min(c.reduce_bytes, l2_);
-    return (in_l2 / 2 + (c.reduce_bytes - in_l2)) / bandwidth_ * 1e3 + kLaunchMs;
+    const double in_l2 = std::min(c.reduce_bytes, target_.l2_);
+    return (in_l2 / 2 + (c.reduce_bytes - in_l2)) / target_.bandwidth_ * 1e3 + kLaunchMs;
   }
 
-  const Shape from_, to_;
-  const DeviceLimits& limits_;
-  const double bandwidth_, l2_;
+  const Target& target_;
+  const Shape from_;
   const GemmCost was_;
   const double loop_ms_;  // the measurement's main loop: its time less the launch and the split
 };
@@ -628,7 +643,8 @@ class GemmFamily final : public BuiltinFileFamily {
                                    const Config& candidate, const Problem& target,
                                    const DeviceInfo& device) const override {
     if (dtype_of(tuned) != dtype_of(target) || !(measured_ms > 0)) return std::nullopt;
-    return Prediction(measured, tuned, measured_ms, target, device).of(candidate);
+    const Prediction::Target at(target, device);
+    return Prediction(measured, tuned, measured_ms, at).of(candidate);
   }
 
   // The measurement's part (its shape, its cost, its time per block-step) once for all of them.
@@ -639,8 +655,27 @@ class GemmFamily final : public BuiltinFileFamily {
                                                      const DeviceInfo& device) const override {
     std::vector<std::optional<double>> out(candidates.size());
     if (candidates.empty() || dtype_of(tuned) != dtype_of(target) || !(measured_ms > 0)) return out;
-    const Prediction prediction(measured, tuned, measured_ms, target, device);
+    const Prediction::Target at(target, device);
+    const Prediction prediction(measured, tuned, measured_ms, at);
     for (std::size_t i = 0; i < candidates.size(); ++i) out[i] = prediction.of(*candidates[i]);
+    return out;
+  }
+
+  // The candidate's part (its cost on the target) once for all the measurements.
+  std::vector<std::optional<double>> predict_ms_from_each(const std::vector<Measured>& measured,
+                                                          const Config& candidate,
+                                                          const Problem& target,
+                                                          const DeviceInfo& device) const override {
+    std::vector<std::optional<double>> out(measured.size());
+    if (measured.empty()) return out;
+    const Prediction::Target at(target, device);
+    const GemmCost will = at.cost(candidate);
+    const std::string_view dtype = dtype_of(target);
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      const Measured& m = measured[i];
+      if (dtype_of(*m.tuned) != dtype || !(m.ms > 0)) continue;
+      out[i] = Prediction(*m.config, *m.tuned, m.ms, at).of(will);
+    }
     return out;
   }
 

@@ -343,6 +343,37 @@ TEST_F(Predicted, EachCandidateOfAMeasurementAtOnceAsAlone) {
   EXPECT_TRUE(gemm().predict_ms_each(measured, p(k4096), 2.77, {}, p(k4096), h200_).empty());
 }
 
+// The blend's form: one candidate predicted from several measurements at once (the candidate's
+// cost on the target computed once) gives what predict_ms gives from each alone, including a
+// measurement of another dtype (none) and one of no time (none).
+TEST_F(Predicted, OneCandidateFromEachMeasurementAtOnceAsAlone) {
+  const Config candidate = parse_config(kBig);
+  const Config small = parse_config(kSmall);
+  const Problem square = p(k4096), deep = p("align=4;dtype=f32;k=100000;m=200;n=300;op=tn"),
+                f64 = p("align=2;dtype=f64;k=4096;m=4096;n=4096;op=nn");
+  const std::vector<Family::Measured> measured = {{&candidate, &square, 2.77},
+                                                  {&small, &square, 3.1},
+                                                  {&small, &deep, 0.9},
+                                                  {&candidate, &f64, 5.0},
+                                                  {&small, &deep, 0.0}};
+  for (const char* target : {"align=4;dtype=f32;k=777;m=3000;n=1234;op=nn",
+                             "align=4;dtype=f32;k=100000;m=200;n=300;op=tn"}) {
+    const auto each = gemm().predict_ms_from_each(measured, candidate, p(target), h200_);
+    ASSERT_EQ(each.size(), measured.size());
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      const auto alone = gemm().predict_ms(*measured[i].config, *measured[i].tuned, measured[i].ms,
+                                           candidate, p(target), h200_);
+      EXPECT_EQ(each[i].has_value(), alone.has_value()) << target << " " << i;
+      if (each[i] && alone) {
+        EXPECT_EQ(*each[i], *alone) << target << " " << i;
+      }
+    }
+    EXPECT_TRUE(each[0] && each[1] && each[2]) << target;
+    EXPECT_FALSE(each[3] || each[4]) << target;
+  }
+  EXPECT_TRUE(gemm().predict_ms_from_each({}, candidate, square, h200_).empty());
+}
+
 // Two measurements of the shipped H200 presets moved to fewer blocks an SM, against what the
 // same kernels ran in there (H200). The occupancy law alone predicted both 2.3 and 2.6 x too fast
 // (0.0088 and 0.0114 ms), and the ranking chose such kernels for the presets stage's worst shapes.
