@@ -306,13 +306,15 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
              fixed(median(construct), 2) + " ms (the device read " + fixed(median(device_read), 2) +
              ", the database opened " + fixed(median(open), 2) + " on its thread, waited for " +
              fixed(median(open_wait), 2) + "; the families made ready " +
-             fixed(median(families), 2) + " on theirs), the lookup " + fixed(median(lookup), 2) +
-             ", the compile request " + fixed(median(request), 2) + ", its cache key " +
-             fixed(median(key), 2) + ", the binary read " + fixed(median(binary), 2) +
-             ", the module loaded " + fixed(median(load), 2) + ", the launch plan " +
-             fixed(median(plan), 2) + ", the rest (arguments, families, key, launch) " +
-             fixed(median(rest), 2) + " (medians); to completion " + fixed(median(complete), 2) +
-             " ms; output " + (verified ? "verified" : "WRONG") + "; median of " +
+             (median(families) > 0 ? fixed(median(families), 2) + " on theirs"
+                                   : std::string("on theirs, not done when the call completed")) +
+             "), the lookup " + fixed(median(lookup), 2) + ", the compile request " +
+             fixed(median(request), 2) + ", its cache key " + fixed(median(key), 2) +
+             ", the binary read " + fixed(median(binary), 2) + ", the module loaded " +
+             fixed(median(load), 2) + ", the launch plan " + fixed(median(plan), 2) +
+             ", the rest (arguments, families, key, launch) " + fixed(median(rest), 2) +
+             " (medians); to completion " + fixed(median(complete), 2) + " ms; output " +
+             (verified ? "verified" : "WRONG") + "; median of " +
              std::to_string(kFirstCallProcesses) + " processes";
     rows.push_back(m);
     Metric c{"NVRTC compiles in those first calls, " + what, double(nvrtc), "calls", "0"};
