@@ -39,9 +39,6 @@ using detail::check;
 using detail::driver;
 
 using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 
 struct ProbeResult {
   bool ok = false;

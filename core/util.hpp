@@ -1,6 +1,7 @@
 // Small shared helpers: hashing, strict size/shape parsing, time stamps, paths.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,6 +22,12 @@ class Hasher {
   std::uint64_t a_ = 0xcbf29ce484222325ULL;
   std::uint64_t b_ = 0x84222325cbf29ce4ULL;
 };
+
+// Milliseconds from a to b on the steady clock (the runtime's and the benches' timings).
+inline double ms_between(std::chrono::steady_clock::time_point a,
+                         std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
 
 // Parses a count such as "1024", "4K", "256M", "1G" (binary multiples: K = 2^10), strictly:
 // no sign, no fraction, no junk, no overflow. Throws Error(kInvalidArgument) naming `what`.

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "core/util.hpp"
 #include "platform/device.hpp"
 #include "platform/driver.hpp"
 
@@ -213,27 +214,23 @@ void KernelCache::store_binary(const std::string& key, const CompileRequest& req
 
 std::shared_ptr<const Kernel> KernelCache::get(const CompileRequest& request, GetTimes* times) {
   using Clock = std::chrono::steady_clock;
-  const auto ms = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-  };
   const auto t0 = times ? Clock::now() : Clock::time_point{};
   std::string key = compile_cache_key(request);
   if (auto k = find_loaded(key)) {
-    if (times) *times = GetTimes{ms(t0, Clock::now())};
+    if (times) *times = GetTimes{ms_between(t0, Clock::now())};
     return k;
   }
   const auto t1 = times ? Clock::now() : Clock::time_point{};
   CompileResult compiled;
-  bool compiled_here = false;
   if (!find_binary(key, compiled)) {
     compiled = compile(request);
     count_compile();
     store_binary(key, request, compiled);
-    compiled_here = true;
   }
   const auto t2 = times ? Clock::now() : Clock::time_point{};
   auto kernel = load(key, compiled);
-  if (times) *times = GetTimes{ms(t0, t1), ms(t1, t2), ms(t2, Clock::now()), compiled_here};
+  if (times)
+    *times = GetTimes{ms_between(t0, t1), ms_between(t1, t2), ms_between(t2, Clock::now())};
   return kernel;
 }
 

@@ -100,7 +100,6 @@ class KernelCache {
     double key_ms = 0;     // the request's cache key: its source and options hashed
     double binary_ms = 0;  // the binary: read from the store, or compiled (and stored)
     double load_ms = 0;    // the module loaded and its functions found; 0 when loaded before
-    bool compiled = false;
   };
   std::shared_ptr<const Kernel> get(const CompileRequest& request, GetTimes* times = nullptr);
 

@@ -12,24 +12,20 @@ struct MissTimes {
   double binary_ms = 0;   // the binary read from the store, or compiled
   double load_ms = 0;     // the module loaded and its functions found (0: loaded before)
   double plan_ms = 0;     // the family's launch plan
-  bool compiled = false;  // the binary was compiled (not found in the store)
-  bool recorded = false;  // false: no miss in this process yet
 };
 
 // The most recent miss of any Runtime of this process (a call's first, the tuned entry of a
-// background tune aside).
+// background tune aside); zeros before the first.
 MissTimes last_miss_times();
 
 // A Runtime's construction: the database opens on a thread of its own while the device is read,
 // and the built-in families are made ready on a third.
 struct ConstructTimes {
-  double total_ms = 0;
   double device_ms = 0;     // the device read (on the constructing thread)
   double open_ms = 0;       // the database opened (on its thread)
   double open_wait_ms = 0;  // the constructing thread's wait for it, after the device
   double families_ms = 0;   // the families made ready (on their thread; may end after the
                             // construction, and a first call waits for the family it uses)
-  bool recorded = false;
 };
 
 // The most recent Runtime construction of this process (families_ms once their thread is done).

@@ -1,6 +1,5 @@
 // ktune::Runtime: looks up, compiles once, caches and launches tuned kernels on the caller's
 // stream.
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -17,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/util.hpp"
 #include "db/database.hpp"
 #include "db/exchange.hpp"
 #include "families/elementwise/elementwise.hpp"
@@ -63,9 +63,6 @@ std::string default_database_path() { return database_default_path(); }
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
 }  // namespace
 
 namespace detail {
@@ -159,8 +156,7 @@ struct Runtime::Impl {
     // an H200's Runtime construction (the device's two clock rates alone 0.88 ms of the driver's
     // time; Device now reads them on a thread of its own, for the first lookup). Not before the
     // device is known to exist: a machine without one gets its error with no database touched.
-    const auto started = Clock::now();
-    std::atomic<double> open_ms{0};
+    double open_ms = 0;  // written by the opening thread, read after its future's get()
     {
       std::lock_guard lock(detail::miss_times_mutex);
       detail::construct_times = {};
@@ -243,11 +239,9 @@ struct Runtime::Impl {
     kernels = std::make_unique<KernelCache>(*device, db.get());
     std::lock_guard lock(detail::miss_times_mutex);
     detail::ConstructTimes& times = detail::construct_times;
-    times.total_ms = ms_between(started, Clock::now());
     times.device_ms = device_ms;
     times.open_ms = open_ms;
     times.open_wait_ms = open_wait_ms;
-    times.recorded = true;
   }
 
   // Stops the background tuning: the run in progress finishes (its budget bounds it), the queue
@@ -395,7 +389,6 @@ struct Runtime::Impl {
       times->key_ms = got.key_ms;
       times->binary_ms = got.binary_ms;
       times->load_ms = got.load_ms;
-      times->compiled = got.compiled;
       times->plan_ms = ms_between(t2, Clock::now());
     }
     return e;
@@ -413,7 +406,6 @@ struct Runtime::Impl {
     LookupResult choice = choose(family, problem);
     times.lookup_ms = ms_between(t0, Clock::now());
     Entry e = make_entry(family, problem, std::move(choice), &times);
-    times.recorded = true;
     {
       std::lock_guard lock(detail::miss_times_mutex);
       detail::miss_times = times;
