@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -764,6 +765,27 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                 "--keep-db: " + args.keep_db +
                     " exists; name a new file (the run's database starts with the shipped "
                     "presets alone)");
+  // --shard K/N: shapes [(K-1) count / N, K count / N) of the draw, numbered as in the whole draw.
+  std::size_t shard_k = 1, shard_n = 1;
+  if (!args.shard.empty()) {
+    const auto parts = split(args.shard, '/');
+    auto number = [&](const std::string& text) -> std::size_t {
+      std::size_t value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return 0;
+      return value;
+    };
+    if (parts.size() == 2) shard_k = number(parts[0]), shard_n = number(parts[1]);
+    if (parts.size() != 2 || shard_k < 1 || shard_n < 1 || shard_k > shard_n)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--shard: '" + args.shard + "' is not K/N with 1 <= K <= N (e.g. 2/4)");
+    if (shard_n > args.count)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "--shard: " + args.shard + " parts more than the " +
+                      std::to_string(args.count) + " shapes drawn");
+  }
+  const std::size_t shard_first = (shard_k - 1) * args.count / shard_n,
+                    shard_end = shard_k * args.count / shard_n;
   TuneOptions tuning = tune_options(common, args.tune);
   // No seed given: one from the clock, printed and written to the CSV, so the run can be repeated.
   const std::uint64_t seed =
@@ -776,10 +798,12 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   // its elements) scales one down differently.
   std::map<std::string, std::vector<RandomGemmShape>> shapes;
   for (const std::string& d : dtypes) {
-    shapes[d] = gemm_random_shapes(args.count, seed,
-                                   d == "f64"                  ? 8
-                                   : d == "f32" || d == "tf32" ? 4
-                                                               : 2);
+    std::vector<RandomGemmShape> drawn = gemm_random_shapes(args.count, seed,
+                                                            d == "f64"                  ? 8
+                                                            : d == "f32" || d == "tf32" ? 4
+                                                                                        : 2);
+    shapes[d].assign(drawn.begin() + static_cast<std::ptrdiff_t>(shard_first),
+                     drawn.begin() + static_cast<std::ptrdiff_t>(shard_end));
     // The tf32 kernels read both operands k-contiguous: every shape in op tn (gemm_ex transposes
     // the others first, which this benchmark does not time).
     if (d == "tf32")
@@ -804,7 +828,12 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     report_presets(*db, loaded, common.quiet);
   }
   std::cout << "random shapes: seed " << seed << " (--seed " << seed << " draws them again), "
-            << args.count << " per dtype (" << dtype << "), stages " << args.stages << "; database "
+            << args.count << " per dtype (" << dtype << ")"
+            << (shard_n > 1 ? ", shard " + args.shard + ": shapes " +
+                                  std::to_string(shard_first + 1) + " to " +
+                                  std::to_string(shard_end) + " of them"
+                            : std::string())
+            << ", stages " << args.stages << "; database "
             << db_path << (run_db.kept() ? " (kept)" : " (temporary, removed at the end)") << "\n";
   const std::string seed_text = std::to_string(seed);
   detail::Stream stream;
@@ -842,8 +871,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       const auto& drawn = shapes.at(d);
       for (std::size_t i = 0; i < drawn.size(); ++i) {
         if (!common.quiet)
-          std::cerr << "ktune bench: " << stage << " " << d << " shape " << i + 1 << " of "
-                    << drawn.size() << ": " << shape_label(drawn[i]) << "\n";
+          std::cerr << "ktune bench: " << stage << " " << d << " shape " << shard_first + i + 1
+                    << " of " << args.count << ": " << shape_label(drawn[i]) << "\n";
         const std::size_t first = rows.size();
         Row r;
         if (tc) {
@@ -891,8 +920,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
         }
         const Family& family = find_family(problem.family);
         if (!common.quiet)
-          std::cerr << "ktune bench: tuning " << d << " shape " << i + 1 << " of " << drawn.size()
-                    << ": " << shape_label(drawn[i]) << "\n";
+          std::cerr << "ktune bench: tuning " << d << " shape " << shard_first + i + 1 << " of "
+                    << args.count << ": " << shape_label(drawn[i]) << "\n";
         const TuneSummary t = tune(db, device, family, problem, tuning);
         if (t.stop_reason.rfind("context lost", 0) == 0)
           throw Error(ErrorCode::kCuda, "tuning " + problem.key() + ": " + t.stop_reason);
@@ -944,7 +973,11 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       summary.add({stage, d, std::to_string(count), fixed(geomean, 3), fixed(worst->ratio, 3),
                    shape_label(*worst->shape), std::to_string(below_80), std::to_string(below_90),
                    std::to_string(wrong)});
-      Row g{"gemm", "dtype=" + d + " " + std::to_string(count) + " random shapes", "geomean ratio"};
+      Row g{"gemm",
+            "dtype=" + d + " " + std::to_string(count) + " random shapes" +
+                (shard_n > 1 ? " (shard " + args.shard + " of " + std::to_string(args.count) + ")"
+                             : std::string()),
+            "geomean ratio"};
       g.ratio = geomean;
       g.anchor = tc ? "cuBLASLt" : "cuBLAS";
       g.stage = stage;

@@ -679,6 +679,12 @@ int main(int argc, char** argv) {
                    "shape (0: no limit)")
       ->check(real_in(0, 1e9))
       ->capture_default_str();
+  bench_gemm
+      ->add_option("--shard", bench_random.shard,
+                   "with --random-shapes: run the K-th of N consecutive parts of the draw (K/N, "
+                   "e.g. 2/4: shapes 17 to 32 of 64), the same shapes a whole run times; a long "
+                   "tuned stage split over several runs, each in a database of its own")
+      ->type_name("K/N");
   bench_gemm->add_flag("--no-launch-variants", bench_random.tune.no_launch_variants,
                        "with --random-shapes and the tuned stage: no launch variants while "
                        "compiles run, as in 'ktune tune'");
@@ -688,7 +694,8 @@ int main(int argc, char** argv) {
       ->excludes("--batch")
       ->excludes("--tc-family");
   for (const char* name :
-       {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds", "--no-launch-variants"})
+       {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds", "--no-launch-variants",
+        "--shard"})
     bench_gemm->get_option(name)->needs(random_opt);
   auto* bench_rt = add_bench(
       "runtime",
