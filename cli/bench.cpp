@@ -780,9 +780,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       throw Error(ErrorCode::kInvalidArgument,
                   "--shard: '" + args.shard + "' is not K/N with 1 <= K <= N (e.g. 2/4)");
     if (shard_n > args.count)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "--shard: " + args.shard + " parts more than the " +
-                      std::to_string(args.count) + " shapes drawn");
+      throw Error(ErrorCode::kInvalidArgument, "--shard: " + args.shard + " parts more than the " +
+                                                   std::to_string(args.count) + " shapes drawn");
   }
   const std::size_t shard_first = (shard_k - 1) * args.count / shard_n,
                     shard_end = shard_k * args.count / shard_n;
@@ -829,12 +828,12 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
   }
   std::cout << "random shapes: seed " << seed << " (--seed " << seed << " draws them again), "
             << args.count << " per dtype (" << dtype << ")"
-            << (shard_n > 1 ? ", shard " + args.shard + ": shapes " +
-                                  std::to_string(shard_first + 1) + " to " +
-                                  std::to_string(shard_end) + " of them"
-                            : std::string())
-            << ", stages " << args.stages << "; database "
-            << db_path << (run_db.kept() ? " (kept)" : " (temporary, removed at the end)") << "\n";
+            << (shard_n > 1
+                    ? ", shard " + args.shard + ": shapes " + std::to_string(shard_first + 1) +
+                          " to " + std::to_string(shard_end) + " of them"
+                    : std::string())
+            << ", stages " << args.stages << "; database " << db_path
+            << (run_db.kept() ? " (kept)" : " (temporary, removed at the end)") << "\n";
   const std::string seed_text = std::to_string(seed);
   detail::Stream stream;
   L2Flusher flusher(device.limits());

@@ -153,6 +153,7 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
   options.compile_threads = targs.jobs;
   options.timing.repeats = targs.repeats;
   options.timing.warmup = targs.warmup;
+  options.timing.budget_ms = targs.timing_budget_ms;
   options.progress = !common.quiet;
   options.worker.floor_s = targs.timeout_floor;
   return options;

@@ -72,6 +72,7 @@ struct TuneArgs {
   std::vector<std::string> only;  // NAME=V[,V...]
   int repeats = 20;
   int warmup = 3;
+  double timing_budget_ms = 200;  // a long candidate timed fewer times (TimingOptions::budget_ms)
   unsigned jobs = 0;
   // MiB of compiled candidates kept in the database (0: compile every candidate, keep nothing)
   std::uint64_t binary_cache_mb = 1024;
@@ -99,7 +100,7 @@ struct RandomShapesArgs {
   std::string stages = "both";        // a list of presets, nearest, tuned; both = presets,tuned
   std::string keep_db;                // create the database here and keep it ("": a temporary one)
   TuneArgs tune;                      // the budget of each shape's tuning (--max-evals ...)
-  std::string shard;                  // "K/N": the K-th of N consecutive parts of the draw ("": all)
+  std::string shard;  // "K/N": the K-th of N consecutive parts of the draw ("": all)
 };
 int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                           const std::string& csv, int repeats, const std::string& dtype);

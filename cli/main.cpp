@@ -323,6 +323,13 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--warmup", t.warmup, "untimed runs before timing")
       ->check(integer_in(0, 1000))
       ->capture_default_str();
+  app->add_option("--timing-budget-ms", t.timing_budget_ms,
+                  "a long candidate is timed fewer times: as many runs as fit in this many ms of "
+                  "its own time (its first warm-up run tells), at least 5, after one warm-up; "
+                  "0: always --repeats")
+      ->type_name("MS")
+      ->check(real_in(0, 1e9))
+      ->capture_default_str();
   app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")
       ->check(integer_in(0, 1024))
       ->capture_default_str();
@@ -693,9 +700,8 @@ int main(int argc, char** argv) {
       ->excludes("--db")
       ->excludes("--batch")
       ->excludes("--tc-family");
-  for (const char* name :
-       {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds", "--no-launch-variants",
-        "--shard"})
+  for (const char* name : {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds",
+                           "--no-launch-variants", "--shard"})
     bench_gemm->get_option(name)->needs(random_opt);
   auto* bench_rt = add_bench(
       "runtime",

@@ -2,6 +2,7 @@
 #include "tuner/evaluator.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "families/family.hpp"
 #include "ktune/error.hpp"
@@ -22,17 +23,39 @@ void L2Flusher::flush(CUstream stream) {
         "cuMemsetD8Async (L2 flush)");
 }
 
+int repeats_within(double run_ms, const TimingOptions& options) {
+  const int most = std::max(1, options.repeats);
+  if (!(options.budget_ms > 0) || !(run_ms > 0)) return most;
+  const double fit = std::ceil(options.budget_ms / run_ms);
+  const int least = std::clamp(options.min_repeats, 1, most);
+  return fit >= most ? most : std::max(least, static_cast<int>(fit));
+}
+
 TimingStats time_on_stream(const std::function<void(CUstream)>& run, CUstream stream,
                            const TimingOptions& options, L2Flusher* flusher) {
-  for (int i = 0; i < options.warmup; ++i) run(stream);
-  std::vector<double> times;
   detail::Event start, stop;
-  for (int i = 0; i < std::max(1, options.repeats); ++i) {
+  int warmup = options.warmup;
+  int repeats = std::max(1, options.repeats);
+  const bool budgeted = options.budget_ms > 0;
+  if (budgeted && warmup > 0) {
+    // The first warm-up run, timed, says how long a run is.
+    start.record(stream);
+    run(stream);
+    stop.record(stream);
+    repeats = repeats_within(stop.since(start), options);
+    // A long run: that warm-up is enough.
+    warmup = repeats < std::max(1, options.repeats) ? 0 : warmup - 1;
+  }
+  for (int i = 0; i < warmup; ++i) run(stream);
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
     if (flusher && options.flush_l2) flusher->flush(stream);
     start.record(stream);
     run(stream);
     stop.record(stream);
     times.push_back(stop.since(start));
+    // No warm-up to tell: the first timed run does.
+    if (budgeted && options.warmup <= 0 && i == 0) repeats = repeats_within(times[0], options);
   }
   std::sort(times.begin(), times.end());
   TimingStats s;

@@ -23,7 +23,17 @@ struct TimingOptions {
   int warmup = 3;
   int repeats = 20;
   bool flush_l2 = true;
+  // A long run is timed fewer times: as many runs as fit in budget_ms of its own time (its first
+  // warm-up run tells), at least min_repeats and at most `repeats`, after that one warm-up run
+  // alone. 0: always `repeats` (the benchmarks). A tune's candidate of 72 ms (a 16258 x 13353 x
+  // 8352 f32 GEMM) took 24 runs, 1.7 s, of which 5 tell its median as well as 20 do: the run's
+  // noise is a small part of it.
+  double budget_ms = 0;
+  int min_repeats = 5;
 };
+
+// How many timed runs `options` gives a run of `run_ms` (budget_ms above).
+int repeats_within(double run_ms, const TimingOptions& options);
 
 struct TimingStats {
   double min_ms = 0, median_ms = 0, max_ms = 0;
@@ -42,7 +52,8 @@ class L2Flusher {
 };
 
 // Times `run` (which enqueues work on `stream`) with CUDA events: warm-up, then `repeats` timed
-// runs, each after an L2 flush (when a flusher is given). Throws the run's errors.
+// runs (fewer for a long run, with budget_ms), each after an L2 flush (when a flusher is given).
+// Throws the run's errors.
 TimingStats time_on_stream(const std::function<void(CUstream)>& run, CUstream stream,
                            const TimingOptions& options, L2Flusher* flusher);
 

@@ -30,7 +30,8 @@ struct TuneOptions {
   // Stop after this many evaluations in a row without a new best 0.5% faster (0: no limit).
   std::size_t patience = 0;
   unsigned compile_threads = 0;  // 0: one per hardware thread
-  TimingOptions timing;
+  // 20 timed runs a candidate, fewer for one of more than 10 ms (TimingOptions::budget_ms).
+  TimingOptions timing{.warmup = 3, .repeats = 20, .flush_l2 = true, .budget_ms = 200};
   // A progress line on stderr: redrawn on a terminal, a plain line every 30 s in a log.
   bool progress = true;
   // Plain lines even on a terminal (several GPUs tune at once), each starting with the label.

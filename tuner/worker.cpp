@@ -362,6 +362,8 @@ class WorkerRunner final : public CandidateRunner {
     w.u64(static_cast<std::uint64_t>(timing_.warmup))
         .u64(static_cast<std::uint64_t>(timing_.repeats))
         .u64(timing_.flush_l2 ? 1 : 0)
+        .f64(timing_.budget_ms)
+        .u64(static_cast<std::uint64_t>(timing_.min_repeats))
         .u64(seed_);
     ready_ = false;
     init_sent_ = send_frame(fd_, Msg::kInit, w.data());
@@ -477,6 +479,8 @@ int run_tuning_worker(int fd) {
     timing.warmup = static_cast<int>(r.u64());
     timing.repeats = static_cast<int>(r.u64());
     timing.flush_l2 = r.u64() != 0;
+    timing.budget_ms = r.f64();
+    timing.min_repeats = static_cast<int>(r.u64());
     const std::uint64_t seed = r.u64();
     device = std::make_unique<Device>(ordinal);
     device->make_current();

@@ -1,6 +1,7 @@
 // GPU tests: a tuning run survives faulting and hanging candidates. The `faults` family of the
-// tests (tests/families/faults) plants an out-of-bounds write, a misaligned vector load, a trap, an endless loop and a refused
-// launch among good candidates; candidates run in worker processes (the ktune executable).
+// tests (tests/families/faults) plants an out-of-bounds write, a misaligned vector load, a trap, an
+// endless loop and a refused launch among good candidates; candidates run in worker processes (the
+// ktune executable).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,10 +14,51 @@
 #include "gpu_util.hpp"
 #include "tests/ktune_cli.hpp"
 #include "tests/test_families.hpp"
+#include "tuner/evaluator.hpp"
 #include "tuner/tuner.hpp"
 
 namespace ktune {
 namespace {
+
+// time_on_stream on a real stream: a run of about 0.3 ms (a 1 GiB memset) under a budget of 2 ms
+// is timed a few times after one warm-up run; without the budget, every warm-up and repeat.
+TEST(TimingGpu, ALongRunIsTimedFewerTimesWithinItsBudget) {
+  KTUNE_REQUIRE_GPU();
+  const std::size_t bytes = std::size_t(1) << 30;
+  detail::DeviceBuffer buffer(bytes);
+  detail::Stream stream;
+  int runs = 0;
+  auto run = [&](CUstream s) {
+    ++runs;
+    detail::check(
+        detail::driver().cuMemsetD8Async(buffer.get(), static_cast<unsigned char>(runs), bytes, s),
+        "cuMemsetD8Async");
+  };
+  TimingOptions fixed;
+  fixed.warmup = 3;
+  fixed.repeats = 20;
+  const TimingStats all = time_on_stream(run, stream.get(), fixed, nullptr);
+  EXPECT_EQ(all.repeats, 20);
+  EXPECT_EQ(runs, 23);
+  ASSERT_GT(all.median_ms, 0.05) << "the memset is too fast for this test on this GPU";
+  TimingOptions budgeted = fixed;
+  budgeted.budget_ms = 2;
+  budgeted.min_repeats = 5;
+  runs = 0;
+  const TimingStats few = time_on_stream(run, stream.get(), budgeted, nullptr);
+  EXPECT_GE(few.repeats, 5);
+  EXPECT_LT(few.repeats, 20) << "median " << all.median_ms << " ms";
+  EXPECT_EQ(runs, 1 + few.repeats);  // one warm-up run, timed, then the repeats
+  // The same run's median either way, within the run's noise.
+  EXPECT_NEAR(few.median_ms, all.median_ms, 0.2 * all.median_ms);
+  // No warm-up: the first timed run tells.
+  budgeted.warmup = 0;
+  runs = 0;
+  const TimingStats cold = time_on_stream(run, stream.get(), budgeted, nullptr);
+  EXPECT_GE(cold.repeats, 5);
+  EXPECT_LT(cold.repeats, 20);
+  EXPECT_EQ(runs, cold.repeats);
+}
 
 TuneOptions worker_options() {
   TuneOptions o;

@@ -10,6 +10,7 @@
 #include "platform/driver.hpp"
 #include "tests/ktune_cli.hpp"
 #include "tests/test_families.hpp"
+#include "tuner/evaluator.hpp"
 #include "tuner/tuner.hpp"
 #include "tuner/worker.hpp"
 
@@ -43,6 +44,33 @@ Error measure_error(const std::vector<std::string>& command) {
   return Error(ErrorCode::kInternal, "");
 }
 
+// The timed runs a candidate gets: every repeat for a run that fits the budget, fewer for a long
+// one, never fewer than min_repeats (nor more than repeats), and every repeat without a budget.
+TEST(Timing, ALongRunIsTimedAsOftenAsTheBudgetHoldsAndNoLessThanTheLeast) {
+  TimingOptions o;
+  o.repeats = 20;
+  o.min_repeats = 5;
+  o.budget_ms = 200;
+  EXPECT_EQ(repeats_within(0.05, o), 20);
+  EXPECT_EQ(repeats_within(10.0, o), 20);  // 20 runs of 10 ms: the budget exactly
+  EXPECT_EQ(repeats_within(12.5, o), 16);  // 16 x 12.5 = 200
+  EXPECT_EQ(repeats_within(13.0, o), 16);  // rounded up: 15.4 -> 16
+  EXPECT_EQ(repeats_within(40.0, o), 5);
+  EXPECT_EQ(repeats_within(72.0, o), 5);  // 3 would fit: at least 5
+  EXPECT_EQ(repeats_within(1e6, o), 5);
+  EXPECT_EQ(repeats_within(0.0, o), 20);  // no reading of the run: all of them
+  o.repeats = 3;                          // fewer repeats than the least: the repeats
+  EXPECT_EQ(repeats_within(72.0, o), 3);
+  o.repeats = 0;  // one run at least
+  EXPECT_EQ(repeats_within(72.0, o), 1);
+  o.repeats = 20;
+  o.budget_ms = 0;  // off: always the repeats
+  EXPECT_EQ(repeats_within(72.0, o), 20);
+  // The tuner's default holds a budget; a plain TimingOptions (the benchmarks') holds none.
+  EXPECT_GT(TuneOptions{}.timing.budget_ms, 0);
+  EXPECT_EQ(TimingOptions{}.budget_ms, 0);
+}
+
 TEST(Worker, WithoutADriverTheWorkersErrorReachesTheTuner) {
   std::string why;
   if (detail::driver_available(&why)) GTEST_SKIP() << "this machine has a CUDA driver";
@@ -69,8 +97,8 @@ TEST(Worker, AWorkerThatNeverAnswersIsKilledAfterTheStartLimit) {
   // Reads its socket (descriptor 3, the appended argument) but never answers.
   options.worker.command = {"/bin/sh", "-c", "exec sleep 30", "sh"};
   options.worker.setup_s = 0.5;
-  auto runner = make_worker_runner(h200_like(), family, problem, "", options.worker,
-                                     options.timing, options.seed);
+  auto runner = make_worker_runner(h200_like(), family, problem, "", options.worker, options.timing,
+                                   options.seed);
   CompileResult compiled;
   ResultRecord row;
   const auto t0 = std::chrono::steady_clock::now();
