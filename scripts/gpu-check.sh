@@ -189,9 +189,12 @@ PY
     anyshape-tuned)
       # A short tune per shape after the presets (compiles reused across shapes: the tuner's
       # binary cache), then timed again.
+      # ANYSHAPE_SHARD=K/N: a part of the draw (64 shapes with the default budget take several
+      # ten-minute runs; scripts/anyshape-summary.py sums the parts' CSVs).
       run_step anyshape-tuned "$KTUNE" bench gemm --random-shapes "${ANYSHAPE_TUNED_N:-8}" \
-        --seed "${ANYSHAPE_SEED:-20261125}" --dtype f32 --stages presets,tuned \
-        --max-evals "${ANYSHAPE_EVALS:-40}" --csv "$OUT/anyshape_tuned_f32.csv"
+        --seed "${ANYSHAPE_SEED:-20261125}" --dtype "${ANYSHAPE_TUNED_DTYPE:-f32}" \
+        --stages presets,tuned --max-evals "${ANYSHAPE_EVALS:-40}" \
+        ${ANYSHAPE_SHARD:+--shard "$ANYSHAPE_SHARD"} --csv "$OUT/anyshape_tuned.csv"
       ;;
     faults)
       # The planted-fault family through the command: every fault classified, the run completes.
