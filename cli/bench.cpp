@@ -852,10 +852,12 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     bool verified;
   };
   std::vector<Outcome> outcomes;
-  // Every drawn shape through bench_gemm_shape, with a runtime opened on the run's database now
-  // (what it holds at this stage answers). No FMA-unit rows: the question is the runtime's
-  // answer against cuBLAS.
-  auto time_stage = [&](const std::string& stage) {
+  // The drawn shapes (every one, or the one `only` names: its dtype's index and its index in the
+  // draw's part) through bench_gemm_shape, with a runtime opened on the run's database now (what
+  // it holds at this stage answers). No FMA-unit rows: the question is the runtime's answer
+  // against cuBLAS.
+  using ShapeAt = std::pair<std::size_t, std::size_t>;
+  auto time_stage = [&](const std::string& stage, std::optional<ShapeAt> only = std::nullopt) {
     Options options;
     options.database = db_path;
     options.device = common.device;
@@ -864,11 +866,12 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     Database db(db_path);
     KernelCache cache(device, &db);
     std::optional<anchors::CublasLtFmaDgemm> no_lt;
-    // A new GemmBench starts its inputs' seed again: each stage times the same inputs.
     GemmBench b{runtime, device, db, cache, stream, flusher, timing, cublas, no_lt, all_verified};
-    for (const std::string& d : dtypes) {
+    for (std::size_t di = 0; di < dtypes.size(); ++di) {
+      const std::string& d = dtypes[di];
       const auto& drawn = shapes.at(d);
       for (std::size_t i = 0; i < drawn.size(); ++i) {
+        if (only && *only != ShapeAt{di, i}) continue;
         if (!common.quiet)
           std::cerr << "ktune bench: " << stage << " " << d << " shape " << shard_first + i + 1
                     << " of " << args.count << ": " << shape_label(drawn[i]) << "\n";
@@ -883,6 +886,9 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
           rows.pop_back();
           r = rows.back();
         } else {
+          // Each shape's inputs from its place in the whole draw: every stage, and every part
+          // of a sharded run, times the same inputs as a whole run.
+          b.seed = 100 + di * args.count + shard_first + i;
           r = bench_gemm_shape(b, d, drawn[i].shape, 0, rows);
         }
         for (std::size_t j = first; j < rows.size(); ++j) {
@@ -892,61 +898,61 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
         outcomes.push_back({stage, d, &drawn[i], r.ratio, r.verified == "yes"});
       }
     }
-    // The rows so far, after each stage: a run stopped in a later one (a long tuning) keeps them.
+    // The rows so far, after each stage (and each tuned shape): a run stopped later (a long
+    // tuning) keeps them.
     if (!csv.empty()) write_csv(csv, rows, device.info(), db_path);
   };
 
   // As `ktune tune gemm --shape MxNxK --op OP --dtype D` tunes: the tuner library in this
   // process, each candidate measured in a worker process (a faulting or hanging one ends the
   // worker, not the run), into the run's database.
-  auto tune_shapes = [&] {
-    tuning.worker.command = {self_executable(), "__worker"};
-    Database db(db_path);
-    for (const std::string& d : dtypes) {
-      const auto& drawn = shapes.at(d);
-      for (std::size_t i = 0; i < drawn.size(); ++i) {
-        const GemmShape& s = drawn[i].shape;
-        // The family the runtime runs the shape with (gemm_skinny where m or n <= 16; for bf16,
-        // f16 and tf32 gemm_tc_skinny where gemm_tc_is_skinny, else the GPU's tensor-core family).
-        Problem problem;
-        if (tc) {
-          problem = gemm_tc_bench_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, 1);
-          problem.family = gemm_tc_is_skinny(d, s.m, s.n, 1)
-                               ? gemm_tc_skinny_family().name()
-                               : gemm_tc_family_for(device.limits()).name();
-        } else {
-          problem = gemm_call_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
-        }
-        const Family& family = find_family(problem.family);
-        if (!common.quiet)
-          std::cerr << "ktune bench: tuning " << d << " shape " << shard_first + i + 1 << " of "
-                    << args.count << ": " << shape_label(drawn[i]) << "\n";
-        const TuneSummary t = tune(db, device, family, problem, tuning);
-        if (t.stop_reason.rfind("context lost", 0) == 0)
-          throw Error(ErrorCode::kCuda, "tuning " + problem.key() + ": " + t.stop_reason);
-        if (!common.quiet)
-          std::cerr << "ktune bench: tuned " << problem.key() << ": " << t.evaluated
-                    << " evaluated (" << t.ok << " ok, " << t.failed
-                    << " failed); stopped: " << t.stop_reason << "; " << fixed(t.seconds, 1)
-                    << " s; " << t.compiled << " compiled, " << t.reused
-                    << " from the binary cache, " << t.shared << " sharing another's compile, "
-                    << t.launch_variants
-                    << " launch variants while compiles ran; GPU waited on compiles "
-                    << fixed(t.gpu_wait_seconds, 1) << " s ("
-                    << fixed(t.seconds > 0 ? 100 * t.gpu_wait_seconds / t.seconds : 0, 0) << "%; "
-                    << fixed(t.first_wait_seconds, 1) << " s of it for the first compile; "
-                    << t.cached_first << " compiled kernels of other problems offered first)"
-                    << (t.best ? "" : "; no configuration passed, the lookup chain answers")
-                    << "\n";
-      }
+  tuning.worker.command = {self_executable(), "__worker"};
+  auto tune_shape = [&](Database& db, const std::string& d, std::size_t i) {
+    const auto& drawn = shapes.at(d);
+    const GemmShape& s = drawn[i].shape;
+    // The family the runtime runs the shape with (gemm_skinny where m or n <= 16; for bf16,
+    // f16 and tf32 gemm_tc_skinny where gemm_tc_is_skinny, else the GPU's tensor-core family).
+    Problem problem;
+    if (tc) {
+      problem = gemm_tc_bench_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, 1);
+      problem.family = gemm_tc_is_skinny(d, s.m, s.n, 1)
+                           ? gemm_tc_skinny_family().name()
+                           : gemm_tc_family_for(device.limits()).name();
+    } else {
+      problem = gemm_call_problem(d, s.trans_a, s.trans_b, s.m, s.n, s.k, d == "f32" ? 4 : 2);
     }
+    const Family& family = find_family(problem.family);
+    if (!common.quiet)
+      std::cerr << "ktune bench: tuning " << d << " shape " << shard_first + i + 1 << " of "
+                << args.count << ": " << shape_label(drawn[i]) << "\n";
+    const TuneSummary t = tune(db, device, family, problem, tuning);
+    if (t.stop_reason.rfind("context lost", 0) == 0)
+      throw Error(ErrorCode::kCuda, "tuning " + problem.key() + ": " + t.stop_reason);
+    if (!common.quiet)
+      std::cerr << "ktune bench: tuned " << problem.key() << ": " << t.evaluated << " evaluated ("
+                << t.ok << " ok, " << t.failed << " failed); stopped: " << t.stop_reason << "; "
+                << fixed(t.seconds, 1) << " s; " << t.compiled << " compiled, " << t.reused
+                << " from the binary cache, " << t.shared << " sharing another's compile, "
+                << t.launch_variants
+                << " launch variants while compiles ran; GPU waited on compiles "
+                << fixed(t.gpu_wait_seconds, 1) << " s ("
+                << fixed(t.seconds > 0 ? 100 * t.gpu_wait_seconds / t.seconds : 0, 0) << "%; "
+                << fixed(t.first_wait_seconds, 1) << " s of it for the first compile; "
+                << t.cached_first << " compiled kernels of other problems offered first)"
+                << (t.best ? "" : "; no configuration passed, the lookup chain answers") << "\n";
   };
 
   if (presets_stage) time_stage("presets");
   if (nearest_stage) time_stage("nearest");
   if (tuned_stage) {
-    tune_shapes();
-    time_stage("tuned");
+    // Each shape timed as soon as it is tuned: a run stopped in a long tune keeps the shapes
+    // tuned before it, with their rows.
+    Database db(db_path);
+    for (std::size_t di = 0; di < dtypes.size(); ++di)
+      for (std::size_t i = 0; i < shapes.at(dtypes[di]).size(); ++i) {
+        tune_shape(db, dtypes[di], i);
+        time_stage("tuned", ShapeAt{di, i});
+      }
   }
 
   // Per stage and dtype: the geometric mean of ktune / cuBLAS, the worst shape, the shares below.
