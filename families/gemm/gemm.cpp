@@ -831,11 +831,10 @@ class GemmWorkload final : public Workload {
     CompileRequest r = family.compile_request(family.default_config(problem, device.limits()),
                                               problem, device.limits().arch());
     const std::string type = bytes == 4 ? "float" : "double";
-    r.name_expressions = {
-        "ktune::fill_random<" + type + ">",
-        "ktune::gemm_reference<" + type + ", " + (ta ? "1" : "0") + ", " + (tb ? "1" : "0") + ">",
-        "ktune::gemm_compare<" + type + ">"};
+    r.name_expressions = {"ktune::fill_random<" + type + ">", "ktune::gemm_compare<" + type + ">"};
     helpers_ = cache.get(r);
+    reference_ = cache.get(gemm_reference_request(type, ta, tb, device.limits().arch()));
+    split_ = gemm_reference_split_plan(call_.m, call_.n, call_.k, device.limits().sm_count);
   }
 
   void prepare(std::uint64_t seed, CUstream stream) override {
@@ -859,14 +858,22 @@ class GemmWorkload final : public Workload {
     const unsigned gx = static_cast<unsigned>((call_.m + 63) / 64),
                    gy = static_cast<unsigned>((call_.n + 63) / 64);
     CUdeviceptr null_c0 = 0, ref = ref_.get(), absref = absref_.get(), result = result_.get();
-    if (call_.element_bytes == 4) {
-      GemmArgs<float> args = make_args<float>(call_, nullptr, 0);
-      void* params[] = {&args, &null_c0, &ref, &absref};
-      helpers_->launch(1, gx, gy, 1, 256, 1, 1, 0, stream, params);
-    } else {
-      GemmArgs<double> args = make_args<double>(call_, nullptr, 0);
-      void* params[] = {&args, &null_c0, &ref, &absref};
-      helpers_->launch(1, gx, gy, 1, 256, 1, 1, 0, stream, params);
+    // Split, the k ranges add into ref and absref.
+    if (split_.splits > 1) {
+      check(driver().cuMemsetD8Async(ref, 0, ref_.size(), stream), "cuMemsetD8Async");
+      check(driver().cuMemsetD8Async(absref, 0, absref_.size(), stream), "cuMemsetD8Async");
+    }
+    {
+      CUdeviceptr a = reinterpret_cast<CUdeviceptr>(call_.a),
+                  b = reinterpret_cast<CUdeviceptr>(call_.b);
+      long long lda = call_.lda, ldb = call_.ldb, ldc = call_.ldc;
+      int m = static_cast<int>(call_.m), n = static_cast<int>(call_.n),
+          k = static_cast<int>(call_.k), k_per_split = split_.k_per_split;
+      double alpha = call_.alpha, beta = call_.beta;
+      void* params[] = {&a,           &lda,   &b,    &ldb,     &m,   &n,   &k,
+                        &k_per_split, &alpha, &beta, &null_c0, &ldc, &ref, &absref};
+      reference_->launch(0, gx, gy, static_cast<unsigned>(split_.splits), 256, 1, 1, 0, stream,
+                         params);
     }
     gemm_clear_verdict(result, stream);
     // Rounding of a length-k sum with random signs grows like sqrt(k); 16 eps sqrt(k) times the
@@ -879,7 +886,7 @@ class GemmWorkload final : public Workload {
     long long ldc = call_.ldc;
     int m = static_cast<int>(call_.m), n = static_cast<int>(call_.n);
     void* params[] = {&cptr, &ldc, &m, &n, &ref, &absref, &tol_scale, &tol_floor, &result};
-    helpers_->launch(2, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, params);
+    helpers_->launch(1, device_.limits().sm_count * 8, 1, 1, 256, 1, 1, 0, stream, params);
     return gemm_read_verdict(result, call_.ldc, call_.m, stream);
   }
 
@@ -894,7 +901,9 @@ class GemmWorkload final : public Workload {
   GemmLauncher launch_;
   GemmCall call_;
   detail::DeviceBuffer a_, b_, c_, ref_, absref_, result_;
-  std::shared_ptr<const Kernel> helpers_;
+  std::shared_ptr<const Kernel> helpers_;    // fill_random, gemm_compare (gemm.cuh)
+  std::shared_ptr<const Kernel> reference_;  // gemm_reference_split (gemm_reference.cuh)
+  GemmReferenceSplit split_;
 };
 
 std::unique_ptr<Workload> GemmFamily::make_workload(const Problem& p, const Device& device,
@@ -908,6 +917,30 @@ std::unique_ptr<Workload> GemmFamily::make_workload(const Problem& p, const Devi
 std::unique_ptr<Workload> make_gemm_workload(const Problem& p, const Device& device,
                                              KernelCache& cache, GemmLauncher launch) {
   return std::make_unique<GemmWorkload>(p, device, cache, launch);
+}
+
+GemmReferenceSplit gemm_reference_split_plan(std::int64_t m, std::int64_t n, std::int64_t k,
+                                             int sm_count) {
+  auto round_up = [](std::int64_t v, std::int64_t a) { return (v + a - 1) / a * a; };
+  const std::int64_t depth = std::max<std::int64_t>(1, k);
+  const std::int64_t tiles = ((m + 63) / 64) * ((n + 63) / 64),
+                     target = 4 * static_cast<std::int64_t>(std::max(1, sm_count));
+  std::int64_t splits = 1;
+  if (tiles < target)
+    splits = std::max<std::int64_t>(1, std::min((target + tiles - 1) / tiles, depth / 256));
+  const std::int64_t per = round_up((depth + splits - 1) / splits, 16);
+  return {static_cast<int>((depth + per - 1) / per), static_cast<int>(per)};
+}
+
+CompileRequest gemm_reference_request(const std::string& type, bool ta, bool tb,
+                                      const std::string& arch) {
+  CompileRequest r;
+  r.source_name = "gemm_reference.cuh";
+  r.source = template_source(r.source_name);
+  r.name_expressions = {"ktune::gemm_reference_split<" + type + ", " + (ta ? "1" : "0") + ", " +
+                        (tb ? "1" : "0") + ">"};
+  r.arch = arch;
+  return r;
 }
 
 const Family& gemm_family() {

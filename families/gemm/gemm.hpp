@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "platform/device.hpp"
+#include "platform/nvrtc.hpp"
 #include "platform/problem.hpp"
 
 namespace ktune {
@@ -117,6 +118,19 @@ struct RandomGemmShape {
 };
 std::vector<RandomGemmShape> gemm_random_shapes(std::size_t n, std::uint64_t seed,
                                                 int element_bytes);
+// The GEMM workloads' reference (gemm_reference.cuh): an m x n output in 64 x 64 tiles, a block
+// each, and where they are fewer than four blocks an SM, k split over gridDim.z so that they fill
+// the GPU, each split at least 256 deep (k_per_split a multiple of 16; one split: all of k).
+struct GemmReferenceSplit {
+  int splits = 1;
+  int k_per_split = 0;
+};
+GemmReferenceSplit gemm_reference_split_plan(std::int64_t m, std::int64_t n, std::int64_t k,
+                                             int sm_count);
+// The compile request of gemm_reference_split<T, ta, tb> ("float" or "double") for `arch`.
+CompileRequest gemm_reference_request(const std::string& type, bool ta, bool tb,
+                                      const std::string& arch);
+
 // The memory cap of gemm_random_shapes: A, B and C together, in bytes.
 inline constexpr std::int64_t kRandomGemmMaxBytes = std::int64_t(3) << 30;
 

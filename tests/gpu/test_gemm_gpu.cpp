@@ -14,6 +14,7 @@
 #include "families/registry.hpp"
 #include "gpu_util.hpp"
 #include "ktune/ktune.hpp"
+#include "platform/kernel_cache.hpp"
 #include "tuner/tuner.hpp"
 
 namespace ktune {
@@ -488,6 +489,62 @@ TEST_F(GemmGpu, PipelinedAndTensorCorePathsOnOddShapesOpsAndLayouts) {
       EXPECT_EQ(used.at("KCONTIG"), pinned.at("KCONTIG")) << choice.config;  // nn keeps it
     }
   }
+}
+
+// The workloads' reference splits k where the output has few tiles (gemm_reference.cuh): on
+// outputs of 4 and 6 tiles with k in the hundred thousands, in every op, a correct kernel passes
+// and C left poisoned (the kernel not run) or one element changed fails; a short tune of such a
+// shape finds candidates that pass, none wrong.
+TEST_F(GemmGpu, HugeKShapesVerifyThroughTheSplitReference) {
+  KTUNE_REQUIRE_GPU();
+  Device& device = ktune_held_device;
+  KernelCache cache(device, nullptr);
+  detail::Stream stream;
+  const Family& family = find_family("gemm");
+  for (const char* dtype : {"f32", "f64"})
+    for (const auto& [ta, tb] :
+         {std::pair{false, false}, {false, true}, {true, false}, {true, true}}) {
+      const std::int64_t m = ta ? 122 : 70, n = tb ? 171 : 90;
+      const Problem problem = gemm_problem(dtype, ta, tb, m, n, 300001, 1);
+      SCOPED_TRACE(problem.key());
+      ASSERT_GT(gemm_reference_split_plan(m, n, 300001, device.limits().sm_count).splits, 1);
+      auto workload = family.make_workload(problem, device, cache);
+      const Config config = family.default_config(problem, device.limits());
+      auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
+      workload->prepare(7, stream.get());
+      workload->run(*kernel, config, stream.get());
+      stream.synchronize();
+      EXPECT_EQ(workload->verify(stream.get()), "");
+      // The reference again on the same output: its splits add into zeroed sums every time.
+      EXPECT_EQ(workload->verify(stream.get()), "");
+      workload->prepare(8, stream.get());  // C poisoned, the kernel not run
+      stream.synchronize();
+      EXPECT_NE(workload->verify(stream.get()), "");
+      // One element of a correct C off by 10^4: above the tolerance, 16 eps sqrt(k) times the
+      // sum of the terms' magnitudes (about 39 for f32 here).
+      workload->prepare(9, stream.get());
+      workload->run(*kernel, config, stream.get());
+      stream.synchronize();
+      const GemmCall& call = gemm_workload_call(*workload);
+      const std::size_t bytes = call.element_bytes;
+      const CUdeviceptr at = reinterpret_cast<CUdeviceptr>(call.c) + (5 + 3 * call.ldc) * bytes;
+      double value = 0;
+      float value32 = 0;
+      void* host = bytes == 4 ? static_cast<void*>(&value32) : static_cast<void*>(&value);
+      detail::check(detail::driver().cuMemcpyDtoH(host, at, bytes), "cuMemcpyDtoH");
+      if (bytes == 4)
+        value32 += 1e4f;
+      else
+        value += 1e4;
+      detail::check(detail::driver().cuMemcpyHtoD(at, host, bytes), "cuMemcpyHtoD");
+      EXPECT_NE(workload->verify(stream.get()), "");
+    }
+  ktune::testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  const Problem problem = gemm_problem("f32", true, false, 122, 171, 200000, 4);
+  const TuneSummary s = tune(db, device, family, problem, random_sample(12, 2, 0));
+  EXPECT_GT(s.ok, 0u);
+  for (const auto& r : db.results({})) EXPECT_NE(r.status, "wrong_result") << r.config;
 }
 
 TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {

@@ -13,6 +13,7 @@
 #include "families/gemm/gemm.hpp"
 #include "families/registry.hpp"
 #include "ktune/error.hpp"
+#include "platform/nvrtc.hpp"
 #include "tuner/space.hpp"
 
 namespace ktune {
@@ -497,6 +498,67 @@ TEST(GemmRandomShapes, ElementsOfTwoFourOrEightBytes) {
   EXPECT_THROW(gemm_random_shapes(1, 1, 1), Error);
   EXPECT_THROW(gemm_random_shapes(1, 1, 16), Error);
   EXPECT_EQ(gemm_random_shapes(3, 1, 2).size(), 3u);
+}
+
+}  // namespace
+}  // namespace ktune
+
+namespace ktune {
+namespace {
+
+// The workloads' reference splits k where C has fewer 64 x 64 tiles than four blocks an SM: every
+// split at least 256 deep and a multiple of 16, the splits covering k exactly once.
+TEST(GemmReference, SplitsKWhereTheOutputHasFewTiles) {
+  const GemmReferenceSplit huge = gemm_reference_split_plan(122, 171, 992628, 132);
+  EXPECT_EQ(huge.splits, 88);  // 6 tiles: 528 blocks
+  EXPECT_EQ(huge.k_per_split, 11280);
+  const GemmReferenceSplit big = gemm_reference_split_plan(16258, 13353, 8352, 132);
+  EXPECT_EQ(big.splits, 1);  // 53295 tiles
+  EXPECT_EQ(big.k_per_split, 8352);
+  EXPECT_EQ(gemm_reference_split_plan(64, 64, 300, 132).splits, 1);  // one split of 256 at most
+  EXPECT_EQ(gemm_reference_split_plan(64, 64, 512, 132).splits, 2);
+  for (const std::int64_t m : {1, 17, 64, 65, 700, 3000, 20000})
+    for (const std::int64_t n : {1, 5, 64, 300, 9000})
+      for (const std::int64_t k : {0, 1, 15, 16, 255, 257, 4096, 65537, 1048576}) {
+        const GemmReferenceSplit s = gemm_reference_split_plan(m, n, k, 132);
+        const std::int64_t depth = std::max<std::int64_t>(1, k);
+        SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k));
+        ASSERT_GE(s.splits, 1);
+        EXPECT_LE(s.splits, 65535);
+        EXPECT_EQ(s.k_per_split % 16, 0);
+        EXPECT_LT(static_cast<std::int64_t>(s.splits - 1) * s.k_per_split, depth);
+        EXPECT_GE(static_cast<std::int64_t>(s.splits) * s.k_per_split, depth);
+        if (s.splits > 1) {
+          EXPECT_GE(s.k_per_split, 256);
+        }
+        const std::int64_t tiles = ((m + 63) / 64) * ((n + 63) / 64);
+        if (tiles >= 4 * 132) {
+          EXPECT_EQ(s.splits, 1);
+        }
+      }
+}
+
+// Its own source, compiled (real NVRTC) for every type, op and architecture the GEMM workloads
+// run on, without local memory, and outside gemm's hashed sources: the tuned results do not
+// depend on it.
+TEST(GemmReference, CompilesForEveryTypeOpAndArchitectureAndStaysOutOfTheTemplateHash) {
+  for (const char* arch : {"sm_80", "sm_90"})
+    for (const char* type : {"float", "double"})
+      for (const bool ta : {false, true})
+        for (const bool tb : {false, true}) {
+          const CompileRequest r = gemm_reference_request(type, ta, tb, arch);
+          SCOPED_TRACE(r.name_expressions.front() + " " + arch);
+          CompileResult out;
+          ASSERT_NO_THROW(out = compile(r));
+          ASSERT_EQ(out.resources.size(), 1u);
+          EXPECT_EQ(local_memory_reason(out.resources[0]), "");
+        }
+  const Family& gemm = find_family("gemm");
+  const Problem p = gemm.default_problems().front();
+  const CompileRequest r =
+      gemm.compile_request(gemm.default_config(p, DeviceLimits::for_arch(9, 0)), p, "sm_90");
+  EXPECT_EQ(r.source.find("gemm_reference_split"), std::string::npos);
+  for (const auto& [name, text] : r.headers) EXPECT_NE(name, "gemm_reference.cuh");
 }
 
 }  // namespace
