@@ -808,6 +808,33 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     if (d == "tf32")
       for (RandomGemmShape& r : shapes[d]) r.shape.trans_a = true, r.shape.trans_b = false;
   }
+  if (args.list) {
+    // The draw as the stages would time it, numbered as in the whole draw: to plan a sharded run.
+    Table t({"dtype", "shape", "op", "m", "n", "k", "class", "GFLOP", "GiB (A, B, C)"});
+    for (const std::string& d : dtypes) {
+      const int bytes = d == "f64" ? 8 : d == "f32" || d == "tf32" ? 4 : 2;
+      for (std::size_t i = 0; i < shapes.at(d).size(); ++i) {
+        const RandomGemmShape& r = shapes.at(d)[i];
+        const GemmShape& g = r.shape;
+        const double gib = static_cast<double>(g.m * g.k + g.k * g.n + g.m * g.n) * bytes /
+                           static_cast<double>(1 << 30);
+        t.add({d, std::to_string(shard_first + i + 1),
+               std::string(g.trans_a ? "t" : "n") + (g.trans_b ? "t" : "n"), std::to_string(g.m),
+               std::to_string(g.n), std::to_string(g.k), r.kind + (r.capped ? ", capped" : ""),
+               fixed(2.0 * g.m * g.n * g.k / 1e9, 1), fixed(gib, 3)});
+      }
+    }
+    std::cout << "random shapes: seed " << seed << ", " << args.count << " per dtype (" << dtype
+              << ")"
+              << (shard_n > 1
+                      ? ", shard " + args.shard + ": shapes " + std::to_string(shard_first + 1) +
+                            " to " + std::to_string(shard_end)
+                      : std::string())
+              << "\n";
+    t.print(std::cout);
+    check_stdout("bench");
+    return kExitOk;
+  }
   const bool presets_stage = stages.count("presets"), nearest_stage = stages.count("nearest"),
              tuned_stage = stages.count("tuned");
 #ifndef KTUNE_HAVE_ANCHORS

@@ -101,6 +101,7 @@ struct RandomShapesArgs {
   std::string keep_db;                // create the database here and keep it ("": a temporary one)
   TuneArgs tune;                      // the budget of each shape's tuning (--max-evals ...)
   std::string shard;  // "K/N": the K-th of N consecutive parts of the draw ("": all)
+  bool list = false;  // print the drawn shapes (of the shard) and stop: no GPU needed
 };
 int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                           const std::string& csv, int repeats, const std::string& dtype);

@@ -692,6 +692,9 @@ int main(int argc, char** argv) {
                    "e.g. 2/4: shapes 17 to 32 of 64), the same shapes a whole run times; a long "
                    "tuned stage split over several runs, each in a database of its own")
       ->type_name("K/N");
+  bench_gemm->add_flag("--list-shapes", bench_random.list,
+                       "with --random-shapes: print the drawn shapes (of --shard's part) with "
+                       "their work and memory, time nothing and stop (no GPU needed)");
   bench_gemm->add_flag("--no-launch-variants", bench_random.tune.no_launch_variants,
                        "with --random-shapes and the tuned stage: no launch variants while "
                        "compiles run, as in 'ktune tune'");
@@ -701,7 +704,7 @@ int main(int argc, char** argv) {
       ->excludes("--batch")
       ->excludes("--tc-family");
   for (const char* name : {"--seed", "--stages", "--keep-db", "--max-evals", "--max-seconds",
-                           "--no-launch-variants", "--shard"})
+                           "--no-launch-variants", "--shard", "--list-shapes"})
     bench_gemm->get_option(name)->needs(random_opt);
   auto* bench_rt = add_bench(
       "runtime",

@@ -133,6 +133,35 @@ TEST(Cli, DatabaseProblemsExitFourNamingTheFile) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("missing.db")));
 }
 
+// --list-shapes prints the draw without a GPU: the same seed the same shapes, a shard the rows of
+// its part of the whole draw, numbered as there.
+TEST(Cli, RandomShapesListTheDrawAndAShardIsItsPart) {
+  const auto whole = run_cli(
+      {"bench", "gemm", "--random-shapes", "8", "--seed", "5", "--dtype", "f32", "--list-shapes"});
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  auto rows = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("f32 ", 0) == 0) out.push_back(line);
+    return out;
+  };
+  const std::vector<std::string> all = rows(whole.out);
+  ASSERT_EQ(all.size(), 8u) << whole.out;
+  EXPECT_EQ(rows(run_cli({"bench", "gemm", "--random-shapes", "8", "--seed", "5", "--dtype", "f32",
+                          "--list-shapes"})
+                     .out),
+            all);
+  const auto part = run_cli({"bench", "gemm", "--random-shapes", "8", "--seed", "5", "--dtype",
+                             "f32", "--list-shapes", "--shard", "2/2"});
+  ASSERT_EQ(part.exit_code, 0) << part.err;
+  EXPECT_NE(part.out.find("shard 2/2: shapes 5 to 8"), std::string::npos) << part.out;
+  EXPECT_EQ(rows(part.out), std::vector<std::string>(all.begin() + 4, all.end()));
+  const auto other = run_cli(
+      {"bench", "gemm", "--random-shapes", "8", "--seed", "6", "--dtype", "f32", "--list-shapes"});
+  EXPECT_NE(rows(other.out), all);
+}
+
 TEST(Cli, NoDriverExitsThreeWithAClearMessage) {
   if (detail::driver_available())
     GTEST_SKIP() << "a CUDA device is present; this test covers machines without one";
