@@ -795,12 +795,17 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       dtype == "all" ? std::vector<std::string>{"f32", "f64"} : std::vector<std::string>{dtype};
   // Each dtype draws from the same seed: the same shapes, except where the memory cap (3 GiB of
   // its elements) scales one down differently.
+  auto element_bytes = [](const std::string& d) {
+    return d == "f64" ? 8 : d == "f32" || d == "tf32" ? 4 : 2;
+  };
+  // The part of the draw a shard runs, as the output says it ("" for a whole run).
+  const std::string shard_text = shard_n > 1 ? ", shard " + args.shard + ": shapes " +
+                                                   std::to_string(shard_first + 1) + " to " +
+                                                   std::to_string(shard_end) + " of them"
+                                             : std::string();
   std::map<std::string, std::vector<RandomGemmShape>> shapes;
   for (const std::string& d : dtypes) {
-    std::vector<RandomGemmShape> drawn = gemm_random_shapes(args.count, seed,
-                                                            d == "f64"                  ? 8
-                                                            : d == "f32" || d == "tf32" ? 4
-                                                                                        : 2);
+    std::vector<RandomGemmShape> drawn = gemm_random_shapes(args.count, seed, element_bytes(d));
     shapes[d].assign(drawn.begin() + static_cast<std::ptrdiff_t>(shard_first),
                      drawn.begin() + static_cast<std::ptrdiff_t>(shard_end));
     // The tf32 kernels read both operands k-contiguous: every shape in op tn (gemm_ex transposes
@@ -812,7 +817,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     // The draw as the stages would time it, numbered as in the whole draw: to plan a sharded run.
     Table t({"dtype", "shape", "op", "m", "n", "k", "class", "GFLOP", "GiB (A, B, C)"});
     for (const std::string& d : dtypes) {
-      const int bytes = d == "f64" ? 8 : d == "f32" || d == "tf32" ? 4 : 2;
+      const int bytes = element_bytes(d);
       for (std::size_t i = 0; i < shapes.at(d).size(); ++i) {
         const RandomGemmShape& r = shapes.at(d)[i];
         const GemmShape& g = r.shape;
@@ -825,12 +830,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       }
     }
     std::cout << "random shapes: seed " << seed << ", " << args.count << " per dtype (" << dtype
-              << ")"
-              << (shard_n > 1
-                      ? ", shard " + args.shard + ": shapes " + std::to_string(shard_first + 1) +
-                            " to " + std::to_string(shard_end)
-                      : std::string())
-              << "\n";
+              << ")" << shard_text << "\n";
     t.print(std::cout);
     check_stdout("bench");
     return kExitOk;
@@ -854,12 +854,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
     report_presets(*db, loaded, common.quiet);
   }
   std::cout << "random shapes: seed " << seed << " (--seed " << seed << " draws them again), "
-            << args.count << " per dtype (" << dtype << ")"
-            << (shard_n > 1
-                    ? ", shard " + args.shard + ": shapes " + std::to_string(shard_first + 1) +
-                          " to " + std::to_string(shard_end) + " of them"
-                    : std::string())
-            << ", stages " << args.stages << "; database " << db_path
+            << args.count << " per dtype (" << dtype << ")" << shard_text << ", stages "
+            << args.stages << "; database " << db_path
             << (run_db.kept() ? " (kept)" : " (temporary, removed at the end)") << "\n";
   const std::string seed_text = std::to_string(seed);
   detail::Stream stream;
