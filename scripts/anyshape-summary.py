@@ -43,7 +43,7 @@ def summarise(paths, out, err=sys.stderr):
     if len(seeds) > 1:
         print(f"note: the files hold more than one seed: {sorted(seeds)}", file=err)
     print(f"seed {', '.join(sorted(seeds))}; commit "
-          + ", ".join(f"{c} ({n} rows)" for c, n in sorted(commits.items())), file=out)
+          + ", ".join(f"{c} ({n} ktune rows)" for c, n in sorted(commits.items())), file=out)
     print(f"{'stage':8} {'dtype':5} {'shapes':>6} {'geomean':>8} {'min':>6}  {'< 0.80':>6} "
           f"{'< 0.90':>6} {'wrong':>5}  min at", file=out)
     for (stage, dtype), by_problem in sorted(ratios.items()):
@@ -80,7 +80,7 @@ def self_test():
         status = summarise([a, b], out)
         lines = out.getvalue().splitlines()
         want = [
-            "seed 7; commit aaaa (2 rows), bbbb (3 rows)",
+            "seed 7; commit aaaa (2 ktune rows), bbbb (3 ktune rows)",
             # presets: 0.5, 2.0, 1.0 -> geomean 1.0, min 0.5; one below 0.80 and 0.90; one wrong
             "presets f32 3 1.000 0.500 1 1 1 dtype=f32;m=1",
             # tuned: 1.0, 0.85 -> geomean sqrt(0.85)
