@@ -24,6 +24,9 @@ constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
 namespace {
 
 constexpr std::int64_t kMaxSmall = 16;
+// How much more a doubling of the short side (m or n, at most 16) moves the nearest step than
+// one of the long side or k (nearest_distance).
+constexpr double kShortSideWeight = 4.0;
 
 using skinny::Geometry;
 using skinny::get;
@@ -118,6 +121,21 @@ class GemmSkinnyFamily final : public Family {
 
   Config adapt(const Config& config, const Problem& p, const DeviceLimits& limits) const override {
     return rules_.adapt(config, skinny_of(p), p.size("align"), types_of(dtype_bytes(p)), limits);
+  }
+
+  // The tuned problem that answers one nobody tuned (the nearest step): the same attributes, then
+  // near in sizes (log scale), the short side counting kShortSideWeight times. A winner's ROWS,
+  // THREADS and split are fitted to the columns it was tuned for: with the short side counted
+  // once, an f64 m = 1 winner of 1 x 4218 x 293 tn was nearer to 9 x 6910 x 262 tn than the
+  // m = 8 winner of 8 x 4096 x 4096 tn, and ran there at 0.41 x cuBLAS where that one runs at
+  // 0.72 (docs/GEMM.md, "f64 small-k winners in the presets").
+  double nearest_distance(const Problem& target, const Problem& tuned) const override {
+    const double d = problem_distance(target, tuned);
+    if (!std::isfinite(d)) return d;
+    const auto short_side = [](const Problem& p) {
+      return std::log2(1.0 + static_cast<double>(std::min(p.size("m"), p.size("n"))));
+    };
+    return d + (kShortSideWeight - 1.0) * std::fabs(short_side(target) - short_side(tuned));
   }
 
   int block_threads(const Config& c, const Problem&) const override {

@@ -742,6 +742,36 @@ TEST_F(Lookup, AProblemsOwnWinnerRunsAsMeasured) {
   EXPECT_EQ(nearest.config, f.adapt(measured, other, h100_.limits));
 }
 
+// gemm_skinny's nearest step weighs the short side (the columns a winner's ROWS and THREADS were
+// fitted to) more than the long side and k: an untuned 9-column product takes the winner of 8
+// columns tuned at another k, not that of one column tuned at nearly its k, which the plain
+// log-scale distance chose (and which ran at 0.41 x cuBLAS there on an H200). A database built
+// here; no GPU.
+TEST_F(Lookup, SkinnyNearestWeighsTheShortSide) {
+  const Family& f = find_family("gemm_skinny");
+  const Problem one = gemm_skinny_problem("f64", true, false, 1, 4218, 293, 2);
+  const Problem eight = gemm_skinny_problem("f64", true, false, 8, 4096, 4096, 2);
+  put_row(f, h100_, one.key(), "GROUPS=2,KWARPS=1,MMA=0,ROWS=2,SPLITK=1,THREADS=256,UNROLL=4,VEC=1",
+          0.008, 0.3, "TFLOPS");
+  put_row(f, h100_, eight.key(), "GROUPS=0,KWARPS=1,MMA=0,ROWS=4,SPLITK=1,THREADS=64,UNROLL=1,VEC=2",
+          0.09, 3.0, "TFLOPS");
+  const Problem nine = gemm_skinny_problem("f64", true, false, 9, 6910, 262, 2);
+  // The plain distance puts the one-column row nearer; the family's, the eight-column one.
+  EXPECT_LT(problem_distance(nine, one), problem_distance(nine, eight));
+  EXPECT_GT(f.nearest_distance(nine, one), f.nearest_distance(nine, eight));
+  const LookupResult r = lookup_config(db_.get(), h100_, f, nine);
+  EXPECT_EQ(r.step, LookupStep::kNearest);
+  EXPECT_EQ(r.tuned_problem, eight.key());
+  // One column still takes the one-column row, near in k, over the eight-column one.
+  const LookupResult vector =
+      lookup_config(db_.get(), h100_, f, gemm_skinny_problem("f64", true, false, 1, 12276, 456, 2));
+  EXPECT_EQ(vector.step, LookupStep::kNearest);
+  EXPECT_EQ(vector.tuned_problem, one.key());
+  // A row of the same short side stays nearest as it was: the weight adds nothing between them.
+  EXPECT_EQ(f.nearest_distance(eight, gemm_skinny_problem("f64", true, false, 8, 4096, 2048, 2)),
+            problem_distance(eight, gemm_skinny_problem("f64", true, false, 8, 4096, 2048, 2)));
+}
+
 }  // namespace
 }  // namespace ktune
 
