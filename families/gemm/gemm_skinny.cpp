@@ -128,7 +128,7 @@ class GemmSkinnyFamily final : public Family {
   // THREADS and split are fitted to the columns it was tuned for: with the short side counted
   // once, an f64 m = 1 winner of 1 x 4218 x 293 tn was nearer to 9 x 6910 x 262 tn than the
   // m = 8 winner of 8 x 4096 x 4096 tn, and ran there at 0.41 x cuBLAS where that one runs at
-  // 0.72 (docs/GEMM.md, "f64 small-k winners in the presets").
+  // 0.72 (docs/GEMM.md, "The skinny short side").
   double nearest_distance(const Problem& target, const Problem& tuned) const override {
     const double d = problem_distance(target, tuned);
     if (!std::isfinite(d)) return d;
