@@ -149,9 +149,15 @@ class ByNameRules final : public SpaceRules {
       : family_(family), problem_(problem), limits_(limits) {
     const auto& params = family.params();
     const std::size_t prefix = std::min(family.prefix_params(), params.size());
+    // Every name first, then where each value lives: a Config keeps its values in one array,
+    // which an insertion moves.
     for (std::size_t i = 0; i < params.size(); ++i) {
-      slot_.push_back(&full_[params[i].name]);
-      if (i < prefix) head_slot_.push_back(&head_[params[i].name]);
+      full_[params[i].name];
+      if (i < prefix) head_[params[i].name];
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      slot_.push_back(&full_.at(params[i].name));
+      if (i < prefix) head_slot_.push_back(&head_.at(params[i].name));
     }
   }
   bool prefix_ok(const std::int64_t* values) override {
@@ -178,7 +184,30 @@ std::unique_ptr<SpaceRules> Family::space_rules(const Problem& problem,
   return std::make_unique<ByNameRules>(*this, problem, limits);
 }
 
+const std::vector<const Param*>& Family::params_by_name() const {
+  std::call_once(by_name_once_, [this] {
+    for (const Param& p : params()) by_name_.push_back(&p);
+    std::sort(by_name_.begin(), by_name_.end(),
+              [](const Param* a, const Param* b) { return compare_names(a->name, b->name) < 0; });
+  });
+  return by_name_;
+}
+
 Config Family::normalize(Config config) const {
+  // Where every parameter is there (a configuration this version stored), one walk beside it.
+  bool complete = true;
+  auto it = config.begin();
+  for (const Param* p : params_by_name()) {
+    int order = -1;
+    while (it != config.end() && (order = compare_names(it->first, p->name)) < 0) ++it;
+    if (it == config.end() || order != 0) {
+      if (p->values.empty()) continue;
+      complete = false;
+      break;
+    }
+    ++it;
+  }
+  if (complete) return config;
   for (const auto& p : params())
     if (!config.count(p.name) && !p.values.empty()) config[p.name] = p.values.front();
   return config;
@@ -218,6 +247,21 @@ Config as_measured_or_adapted(const Family& family, const Config& measured, bool
 }
 
 void Family::check_config(const Config& config) const {
+  // The usual case, a valid configuration: one walk beside params_by_name(). Anything else is
+  // told by the walk below, in params() order.
+  if (const auto& by_name = params_by_name(); config.size() == by_name.size()) {
+    auto it = config.begin();
+    bool valid = true;
+    for (const Param* p : by_name) {
+      if (compare_names(it->first, p->name) != 0 ||
+          std::find(p->values.begin(), p->values.end(), it->second) == p->values.end()) {
+        valid = false;
+        break;
+      }
+      ++it;
+    }
+    if (valid) return;
+  }
   for (const auto& p : params()) {
     auto it = config.find(p.name);
     if (it == config.end())

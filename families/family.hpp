@@ -278,6 +278,10 @@ class Family {
   // Fills parameters missing from a stored configuration with their first value: a parameter
   // added to a family lists first the value that matches the kernel's behaviour before it.
   Config normalize(Config config) const;
+  // params() in a Config's order (by name), made once: normalize and check_config walk a
+  // configuration beside it instead of finding each parameter by name (a first call's lookup of
+  // a GEMM shape nobody tuned normalizes and checks a few hundred configurations).
+  const std::vector<const Param*>& params_by_name() const;
 
  protected:
   // Bumped when the descriptor changes meaning (launch geometry, parameter semantics).
@@ -292,6 +296,8 @@ class Family {
   mutable SourceSet sources_;
   mutable std::once_flag sources_hash_once_;
   mutable std::string sources_hash_;
+  mutable std::once_flag by_name_once_;
+  mutable std::vector<const Param*> by_name_;
 };
 
 // A configuration measured on some problem, for `problem`: as it was measured where that was this

@@ -25,7 +25,9 @@ bool is_integer(std::string_view s) {
 bool is_name(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    // ASCII, whatever the program's locale (std::isalnum asks it, a call per byte).
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
   return true;
 }
 
@@ -209,6 +211,12 @@ std::optional<double> key_distance(const Problem& a, std::string_view family, st
 Config parse_config(std::string_view text) {
   Config c;
   if (trim_view(text).empty()) return c;
+  // As to_string writes them, the names come in order: appended to a sequence that the Config
+  // then takes as it is (a first call's lookup parses a few hundred configurations). From a name
+  // out of order on, each is inserted in its place.
+  Config::sequence_type in_order;
+  in_order.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), ',')) + 1);
+  bool ordered = true;
   for_each_part(text, ',', [&](std::string_view part) {
     const size_t eq = part.find('=');
     if (eq == std::string_view::npos)
@@ -218,13 +226,24 @@ Config parse_config(std::string_view text) {
     if (!is_name(name))
       throw Error(ErrorCode::kInvalidArgument,
                   "config: bad parameter name '" + std::string(name) + "'");
-    // At the end first: to_string writes the names in order.
-    const std::size_t had = c.size();
-    auto it = c.emplace_hint(c.end(), name, 0);
-    if (c.size() == had)
-      throw Error(ErrorCode::kInvalidArgument, "config: '" + std::string(name) + "' given twice");
+    auto twice = [&] {
+      return Error(ErrorCode::kInvalidArgument, "config: '" + std::string(name) + "' given twice");
+    };
+    if (ordered) {
+      const int order = in_order.empty() ? -1 : compare_names(in_order.back().first, name);
+      if (order == 0) throw twice();
+      if (order < 0) {
+        in_order.emplace_back(std::string(name), to_int(trim_view(part.substr(eq + 1)), "config", name));
+        return;
+      }
+      c.adopt_sequence(boost::container::ordered_unique_range, std::move(in_order));
+      ordered = false;
+    }
+    const auto [it, fresh] = c.emplace(name, 0);
+    if (!fresh) throw twice();
     it->second = to_int(trim_view(part.substr(eq + 1)), "config", name);
   });
+  if (ordered) c.adopt_sequence(boost::container::ordered_unique_range, std::move(in_order));
   return c;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/container/flat_map.hpp>
+
 namespace ktune {
 
 // One problem of a family: categorical attributes (dtype, op, layout) and sizes (n, m, k, align).
@@ -39,8 +41,11 @@ double problem_distance(const Problem& a, const Problem& b, double per_attribute
 std::optional<double> key_distance(const Problem& a, std::string_view family, std::string_view key,
                                    double per_attribute);
 
-// Parameter values of one candidate, by name.
-using Config = std::map<std::string, std::int64_t, std::less<>>;
+// Parameter values of one candidate, by name, in name order. A flat map (one sorted array): a first
+// call's lookup of a shape nobody tuned parses, copies and reads a few hundred configurations, and
+// as a std::map (a node per parameter) their allocations and walks were a quarter of its
+// instructions. An insertion moves the values: hold no pointer to one across it.
+using Config = boost::container::flat_map<std::string, std::int64_t, std::less<>>;
 
 // Two parameter names in a Config's order (unsigned bytes, as std::string compares): -1, 0 or 1.
 // Inline, a byte at a time: names are a few capitals, and a call of memcmp for each took most of

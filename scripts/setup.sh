@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config libsqlite3-dev libsqlitecpp-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
+packages=(cmake ninja-build g++ pkg-config libsqlite3-dev libsqlitecpp-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libboost-dev
           libgtest-dev clang libclang-rt-14-dev python3 python3-pytest python3-pip)
 missing=()
 for p in "${packages[@]}"; do
