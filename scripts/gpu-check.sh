@@ -186,6 +186,74 @@ PY
           --own --compact -o "$OUT/cross-small-$d.json"
       done
       ;;
+    tails)
+      # The presets stage's tail: each shape of the presets-stage CSVs TAILS_CSVS (ktune bench
+      # gemm --random-shapes --stages presets) that ran below TAILS_BELOW x cuBLAS (0.82) tuned
+      # (TAILS_EVALS evaluations, TAILS_SECONDS at most a shape; m or n at most 16: gemm_skinny)
+      # into one new database, its winners exported for db/presets ($OUT/tails-gemm.json and
+      # tails-gemm_skinny.json); then, with the tiled winners as the shipped rows of another new
+      # database, every f32/f64 winner of the architecture measured on each tail shape
+      # (--measure-winners, TAILS_CROSS_SECONDS a shape; 0: none), exported as tails-cross.json.
+      # Use the CSVs of seeds other than the one the targets are judged on.
+      tdir=$(mktemp -d)
+      python3 - "${TAILS_BELOW:-0.82}" ${TAILS_CSVS:-} > "$tdir/tails.txt" <<'PY'
+import csv, sys
+below, seen = float(sys.argv[1]), set()
+for path in sys.argv[2:]:
+    for r in csv.DictReader(open(path)):
+        if not r["variant"].startswith("ktune") or not r["ratio"] or ";" not in r["problem"]:
+            continue
+        kv = dict(x.split("=") for x in r["problem"].split(";"))
+        shape = (kv["dtype"], kv["m"], kv["n"], kv["k"], kv["op"])
+        if float(r["ratio"]) < below and shape not in seen:
+            seen.add(shape)
+            print(*shape)
+PY
+      cp "$tdir/tails.txt" "$LOGS/tails.txt"
+      while read -r d m n k op; do
+        run_step "tails-$d-${m}x${n}x${k}-$op" "$KTUNE" tune gemm --db "$tdir/tune.db" --dtype "$d" \
+          --shape "${m}x${n}x${k}" --op "$op" --max-evals "${TAILS_EVALS:-400}" \
+          --max-seconds "${TAILS_SECONDS:-10}"
+      done < "$tdir/tails.txt"
+      for f in gemm gemm_skinny; do
+        run_step "tails-export-$f" "$KTUNE" db export --db "$tdir/tune.db" --best --own \
+          --family "$f" -o "$OUT/tails-$f.json"
+      done
+      if [ "${TAILS_CROSS_SECONDS:-4}" != 0 ] && [ -s "$OUT/tails-gemm.json" ]; then
+        "$KTUNE" db import --db "$tdir/cross.db" --shipped "$OUT/tails-gemm.json" -q
+        while read -r d m n k op; do
+          [ "$m" -le 16 ] || [ "$n" -le 16 ] && continue  # gemm_skinny has no model to feed
+          run_step "tails-cross-$d-${m}x${n}x${k}-$op" "$KTUNE" tune gemm --db "$tdir/cross.db" \
+            --dtype "$d" --shape "${m}x${n}x${k}" --op "$op" --measure-winners --max-evals 0 \
+            --max-seconds "${TAILS_CROSS_SECONDS:-4}" --repeats 5 --warmup 1
+        done < "$tdir/tails.txt"
+        run_step tails-cross-export "$KTUNE" db export --db "$tdir/cross.db" --family gemm --own \
+          --compact -o "$OUT/tails-cross.json"
+      fi
+      ;;
+    tails-ab)
+      # The rows of TAILS_AB_JSON (files, e.g. the tails step's) judged on fresh draws: each seed
+      # of TAILS_AB_SEEDS, each dtype of TAILS_AB_DTYPES, its 64 shapes timed against cuBLAS
+      # (bench gemm --shape, every row verified) in a new database of the shipped presets alone
+      # (base) and in one with the files imported --shipped (new), alternating, two rounds; the
+      # CSVs in the logs.
+      for seed in ${TAILS_AB_SEEDS:-20262942}; do
+        for d in ${TAILS_AB_DTYPES:-f32 f64}; do
+          mapfile -t shapes < <("$KTUNE" bench gemm --random-shapes 64 --seed "$seed" --dtype "$d" \
+            --list-shapes | awk -v d="$d" '$1 == d && $2 ~ /^[0-9]+$/ { print $4 "x" $5 "x" $6 ":" $3 }')
+          for round in 1 2; do
+            for arm in base new; do
+              adir=$(mktemp -d)
+              if [ "$arm" = new ]; then
+                for j in ${TAILS_AB_JSON:-}; do "$KTUNE" db import --db "$adir/ab.db" --shipped "$j" -q; done
+              fi
+              run_step "tails-ab-$seed-$d-$arm-r$round" "$KTUNE" bench gemm --db "$adir/ab.db" \
+                --dtype "$d" --shape "${shapes[@]}" --csv "$LOGS/tails_ab_${seed}_${d}_${arm}_r$round.csv"
+            done
+          done
+        done
+      done
+      ;;
     anyshape-tuned)
       # A short tune per shape after the presets (compiles reused across shapes: the tuner's
       # binary cache), then timed again.
