@@ -233,7 +233,8 @@ Config parse_config(std::string_view text) {
       const int order = in_order.empty() ? -1 : compare_names(in_order.back().first, name);
       if (order == 0) throw twice();
       if (order < 0) {
-        in_order.emplace_back(std::string(name), to_int(trim_view(part.substr(eq + 1)), "config", name));
+        in_order.emplace_back(std::string(name),
+                              to_int(trim_view(part.substr(eq + 1)), "config", name));
         return;
       }
       c.adopt_sequence(boost::container::ordered_unique_range, std::move(in_order));

@@ -33,6 +33,51 @@ TEST(SearchSpace, ElementwiseRespectsConstraints) {
   for (std::size_t i = 0; i < f32.size(); ++i) EXPECT_EQ(f32.index_of(to_string(f32.at(i))), i);
 }
 
+// check_config and normalize walk a configuration beside the parameters by name where it is
+// complete; anything else goes the way that names what is wrong, in the family's order.
+TEST(FamilyConfig, CheckAndNormalizeAgreeOnEveryKindOfConfiguration) {
+  const Family& f = find_family("elementwise");
+  const Config valid =
+      f.default_config(ew("align=16;dtype=f32;n=1024;op=copy"), DeviceLimits::for_arch(9, 0));
+  EXPECT_NO_THROW(f.check_config(valid));
+  EXPECT_EQ(f.normalize(valid), valid);
+  auto message = [&](const Config& c) {
+    try {
+      f.check_config(c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  Config swapped = valid;  // as many names, one of them unknown: the missing one is named
+  swapped.erase("VEC");
+  swapped["ZZZ"] = 1;
+  EXPECT_NE(message(swapped).find("parameter VEC is missing"), std::string::npos)
+      << message(swapped);
+  Config extra = valid;
+  extra["ZZZ"] = 1;
+  EXPECT_NE(message(extra).find("unknown parameter ZZZ"), std::string::npos) << message(extra);
+  Config bad = valid;
+  bad["VEC"] = 3;
+  EXPECT_NE(message(bad).find("VEC=3 is not one of the allowed values"), std::string::npos)
+      << message(bad);
+  // A stored configuration from before a parameter existed gets the parameter's first value.
+  Config old = valid;
+  old.erase("CACHE");
+  const Config filled = f.normalize(old);
+  std::int64_t first = -1;
+  for (const auto& p : f.params())
+    if (p.name == "CACHE") first = p.values.front();
+  EXPECT_EQ(filled.size(), valid.size());
+  EXPECT_EQ(filled.at("CACHE"), first);
+  EXPECT_NO_THROW(f.check_config(filled));
+  // params_by_name is params() sorted as a Config sorts names.
+  const auto& by_name = f.params_by_name();
+  ASSERT_EQ(by_name.size(), f.params().size());
+  for (std::size_t i = 1; i < by_name.size(); ++i)
+    EXPECT_LT(compare_names(by_name[i - 1]->name, by_name[i]->name), 0);
+}
+
 TEST(SearchSpace, OnlyHoldsParametersToTheGivenValues) {
   const Family& gemm = find_family("gemm");
   const DeviceLimits limits = DeviceLimits::for_arch(9, 0);

@@ -118,6 +118,14 @@ TEST(ConfigText, RoundTrips) {
   EXPECT_THROW(parse_config("BLOCK"), Error);
   EXPECT_THROW(parse_config("BLOCK=x"), Error);
   EXPECT_THROW(parse_config("BLOCK=1,BLOCK=2"), Error);
+  // Text a person wrote, names out of order and spaced: the same configuration, in name order; a
+  // name given twice is refused before the first name out of order and after it.
+  EXPECT_EQ(parse_config("VEC=4, BLOCK=256,GRID = 0"), c);
+  EXPECT_EQ(to_string(parse_config("VEC=4,GRID=0,BLOCK=256")), "BLOCK=256,GRID=0,VEC=4");
+  EXPECT_THROW(parse_config("BLOCK=1,GRID=2,GRID=3"), Error);
+  EXPECT_THROW(parse_config("BLOCK=1,VEC=2,GRID=3,VEC=4"), Error);
+  EXPECT_THROW(parse_config("VEC=1,BLOCK=x"), Error);
+  EXPECT_THROW(parse_config("BLOCK=1,GRID\xc3\xa9=2"), Error);  // names are ASCII
 }
 
 TEST(Hasher, DistinguishesBoundariesAndIsStable) {
