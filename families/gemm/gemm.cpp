@@ -253,10 +253,17 @@ const std::string& dtype_of(const Problem& p) {
 // In one walk of each of the problem's maps: a first call of a shape nobody tuned reads a few
 // thousand problems here (two a prediction), and a lookup by name of each of the five, each with
 // a string made of its name, was a tenth of that call's lookup.
+// (Names and values compared a byte at a time: std::string's == with a literal calls strlen and
+// memcmp, which were most of this walk.)
 Shape read_shape(const Problem& p) {
   Shape s;
-  for (const auto& [name, value] : p.attrs)
-    if (name == "op") s.op = &value;
+  const std::string* dtype = nullptr;
+  for (const auto& [name, value] : p.attrs) {
+    if (name.size() == 2 && name[0] == 'o' && name[1] == 'p')
+      s.op = &value;
+    else if (name.size() == 5 && name.compare(0, 5, "dtype", 5) == 0)
+      dtype = &value;
+  }
   const std::int64_t* m = nullptr;
   const std::int64_t* n = nullptr;
   const std::int64_t* k = nullptr;
@@ -271,7 +278,11 @@ Shape read_shape(const Problem& p) {
   }
   // A missing one throws as the lookup by name does.
   if (!s.op) s.op = &p.attr("op");
-  s.bytes = dtype_bytes(dtype_of(p));
+  if (!dtype) dtype = &p.attr("dtype");
+  const std::string& d = *dtype;
+  s.bytes = d.size() == 3 && d[0] == 'f' && d[1] == '3' && d[2] == '2'   ? 4
+            : d.size() == 3 && d[0] == 'f' && d[1] == '6' && d[2] == '4' ? 8
+                                                                         : dtype_bytes(d);
   parse_op(*s.op, s.ta, s.tb);
   s.m = m ? *m : p.size("m"), s.n = n ? *n : p.size("n"), s.k = k ? *k : p.size("k");
   return s;
