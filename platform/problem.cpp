@@ -208,8 +208,42 @@ std::optional<double> key_distance(const Problem& a, std::string_view family, st
   return d;
 }
 
+namespace {
+
+// parse_config of text as to_string writes it (NAME=value joined by ',', the names in order, no
+// spaces), in one scan of it; false on anything else, which parse_config then reads part by part
+// (and tells what is wrong). A first call's lookup parses a few hundred configurations.
+bool parse_config_as_written(std::string_view text, Config& out) {
+  Config::sequence_type seq;
+  seq.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), ',')) + 1);
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (true) {
+    const char* name = p;
+    while (p != end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                        (*p >= '0' && *p <= '9') || *p == '_'))
+      ++p;
+    if (p == name || p == end || *p != '=') return false;
+    const std::string_view n(name, static_cast<std::size_t>(p - name));
+    if (!seq.empty() && compare_names(seq.back().first, n) >= 0) return false;
+    ++p;
+    std::int64_t v = 0;
+    const char* value_end = std::find(p, end, ',');
+    const auto [at, ec] = std::from_chars(p, value_end, v);
+    if (ec != std::errc() || at != value_end || at == p) return false;
+    seq.emplace_back(std::string(n), v);
+    if (value_end == end) break;
+    p = value_end + 1;
+  }
+  out.adopt_sequence(boost::container::ordered_unique_range, std::move(seq));
+  return true;
+}
+
+}  // namespace
+
 Config parse_config(std::string_view text) {
   Config c;
+  if (parse_config_as_written(text, c)) return c;
   if (trim_view(text).empty()) return c;
   // As to_string writes them, the names come in order: appended to a sequence that the Config
   // then takes as it is (a first call's lookup parses a few hundred configurations). From a name

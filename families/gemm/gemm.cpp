@@ -2,13 +2,14 @@
 #include "families/gemm/gemm.hpp"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <random>
+#include <utility>
 
 #include "families/family.hpp"
 #include "families/file_family.hpp"
@@ -102,34 +103,23 @@ constexpr const char* kModelNames[] = {"BK",     "BM", "BN", "KCONTIG", "MINB", 
                                        "STAGES", "TM", "TN", "WM",      "WN",   "WNITER"};
 constexpr ParamSet kModelParams = params_of(kModelNames);
 
-// A parameter name of at most 8 bytes as one integer (its bytes in order, the rest zero; a longer
-// name none of these): read_tile compares each of a configuration's names with the one expected
-// at its place at once. Every name of kTileParams fits.
-constexpr std::uint64_t packed_name(std::string_view s) {
-  auto byte = [&](std::size_t i) {
-    return std::uint64_t{static_cast<unsigned char>(s[i])} << (8 * i);
+// A whole configuration of this family read in one pass: each of its names the one kTileParams
+// has at its place, compared with a length known here (so compiled to a few integer compares, not
+// a call of memcmp), and its value stored. False where any name differs.
+template <std::size_t... I>
+bool read_whole_tile(const Config& c, Tile& t, std::index_sequence<I...>) {
+  const auto e = c.begin();
+  auto one = [&](auto i) {
+    constexpr std::string_view expected = kTileParams[decltype(i)::value].first;
+    const std::string& name = e[decltype(i)::value].first;
+    if (name.size() != expected.size() ||
+        std::memcmp(name.data(), expected.data(), expected.size()) != 0)
+      return false;
+    t.*kTileParams[decltype(i)::value].second = e[decltype(i)::value].second;
+    return true;
   };
-  std::uint64_t v = 0;
-  switch (s.size()) {  // no loop: the names are a few bytes, and each is read once per call
-    case 8: v |= byte(7); [[fallthrough]];
-    case 7: v |= byte(6); [[fallthrough]];
-    case 6: v |= byte(5); [[fallthrough]];
-    case 5: v |= byte(4); [[fallthrough]];
-    case 4: v |= byte(3); [[fallthrough]];
-    case 3: v |= byte(2); [[fallthrough]];
-    case 2: v |= byte(1); [[fallthrough]];
-    case 1: v |= byte(0); [[fallthrough]];
-    case 0: return v;
-    default: return ~std::uint64_t{0};
-  }
+  return (one(std::integral_constant<std::size_t, I>{}) && ...);
 }
-constexpr auto kTilePacked = [] {
-  std::array<std::uint64_t, std::size(kTileParams)> out{};
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = packed_name(kTileParams[i].first);
-  return out;
-}();
-static_assert(std::all_of(kTilePacked.begin(), kTilePacked.end(),
-                          [](std::uint64_t v) { return v != ~std::uint64_t{0}; }));
 
 // The parameters of `c` (others stay 0); a parameter of `required` that `c` lacks throws as a
 // lookup by name does.
@@ -138,12 +128,7 @@ Tile read_tile(const Config& c, ParamSet required = kModelParams) {
   // them several times): each name where kTileParams has it, every value read in one pass.
   if (c.size() == std::size(kTileParams)) {
     Tile t;
-    std::size_t i = 0;
-    for (const auto& [name, value] : c) {
-      if (name.size() != kTileParams[i].first.size() || packed_name(name) != kTilePacked[i]) break;
-      t.*kTileParams[i++].second = value;
-    }
-    if (i == std::size(kTileParams)) return t;
+    if (read_whole_tile(c, t, std::make_index_sequence<std::size(kTileParams)>{})) return t;
   }
   Tile t;
   ParamSet found = 0;

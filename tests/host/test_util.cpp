@@ -126,6 +126,12 @@ TEST(ConfigText, RoundTrips) {
   EXPECT_THROW(parse_config("BLOCK=1,VEC=2,GRID=3,VEC=4"), Error);
   EXPECT_THROW(parse_config("VEC=1,BLOCK=x"), Error);
   EXPECT_THROW(parse_config("BLOCK=1,GRID\xc3\xa9=2"), Error);  // names are ASCII
+  // The one-scan reading of to_string's text and the part-by-part one agree on the edges.
+  EXPECT_EQ(parse_config("A=-3,B=007,C_1=0"), (Config{{"A", -3}, {"B", 7}, {"C_1", 0}}));
+  EXPECT_EQ(parse_config("A=1 ,B=2"), (Config{{"A", 1}, {"B", 2}}));
+  for (const char* bad : {"A=1,", "A=", "A=+1", "A=1x,B=2", "A=1,,B=2", "=1", "A=1,B=2=3",
+                          "A=99999999999999999999", "A=1;B=2"})
+    EXPECT_THROW(parse_config(bad), Error) << bad;
 }
 
 TEST(Hasher, DistinguishesBoundariesAndIsStable) {
