@@ -1,7 +1,6 @@
 // Canonical problem keys and configuration strings, and the log-scale problem distance.
 #include "platform/problem.hpp"
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -22,13 +21,13 @@ bool is_integer(std::string_view s) {
   return true;
 }
 
+// ASCII, whatever the program's locale (std::isalnum asks it, a call per byte).
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 bool is_name(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    // ASCII, whatever the program's locale (std::isalnum asks it, a call per byte).
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-      return false;
-  return true;
+  return !s.empty() && std::all_of(s.begin(), s.end(), is_name_char);
 }
 
 // One part of a problem key, name=value with both trimmed: false where it is not one (no '=', a
@@ -220,9 +219,7 @@ bool parse_config_as_written(std::string_view text, Config& out) {
   const char* const end = p + text.size();
   while (true) {
     const char* name = p;
-    while (p != end && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-                        (*p >= '0' && *p <= '9') || *p == '_'))
-      ++p;
+    while (p != end && is_name_char(*p)) ++p;
     if (p == name || p == end || *p != '=') return false;
     const std::string_view n(name, static_cast<std::size_t>(p - name));
     if (!seq.empty() && compare_names(seq.back().first, n) >= 0) return false;
@@ -245,12 +242,6 @@ Config parse_config(std::string_view text) {
   Config c;
   if (parse_config_as_written(text, c)) return c;
   if (trim_view(text).empty()) return c;
-  // As to_string writes them, the names come in order: appended to a sequence that the Config
-  // then takes as it is (a first call's lookup parses a few hundred configurations). From a name
-  // out of order on, each is inserted in its place.
-  Config::sequence_type in_order;
-  in_order.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), ',')) + 1);
-  bool ordered = true;
   for_each_part(text, ',', [&](std::string_view part) {
     const size_t eq = part.find('=');
     if (eq == std::string_view::npos)
@@ -260,25 +251,11 @@ Config parse_config(std::string_view text) {
     if (!is_name(name))
       throw Error(ErrorCode::kInvalidArgument,
                   "config: bad parameter name '" + std::string(name) + "'");
-    auto twice = [&] {
-      return Error(ErrorCode::kInvalidArgument, "config: '" + std::string(name) + "' given twice");
-    };
-    if (ordered) {
-      const int order = in_order.empty() ? -1 : compare_names(in_order.back().first, name);
-      if (order == 0) throw twice();
-      if (order < 0) {
-        in_order.emplace_back(std::string(name),
-                              to_int(trim_view(part.substr(eq + 1)), "config", name));
-        return;
-      }
-      c.adopt_sequence(boost::container::ordered_unique_range, std::move(in_order));
-      ordered = false;
-    }
     const auto [it, fresh] = c.emplace(name, 0);
-    if (!fresh) throw twice();
+    if (!fresh)
+      throw Error(ErrorCode::kInvalidArgument, "config: '" + std::string(name) + "' given twice");
     it->second = to_int(trim_view(part.substr(eq + 1)), "config", name);
   });
-  if (ordered) c.adopt_sequence(boost::container::ordered_unique_range, std::move(in_order));
   return c;
 }
 

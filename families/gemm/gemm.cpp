@@ -43,9 +43,16 @@ struct GemmArgs {
 
 std::int64_t get(const Config& c, const char* name) { return config_value(c, name, "gemm"); }
 
+// `s` is `text`: sizes, then the bytes, the length known where it is inlined. std::string's == with
+// a literal calls strlen and memcmp, which were most of read_shape's walk (a first call of a shape
+// nobody tuned reads a few hundred problems there).
+inline bool is(const std::string& s, std::string_view text) {
+  return s.size() == text.size() && std::memcmp(s.data(), text.data(), text.size()) == 0;
+}
+
 int dtype_bytes(const std::string& dtype) {
-  if (dtype == "f32") return 4;
-  if (dtype == "f64") return 8;
+  if (is(dtype, "f32")) return 4;
+  if (is(dtype, "f64")) return 8;
   throw Error(ErrorCode::kInvalidArgument, "gemm: unknown dtype '" + dtype + "' (f32, f64)");
 }
 
@@ -231,24 +238,17 @@ struct Shape {
 // A problem's dtype, found without making a string of its name (as attr("dtype") does).
 const std::string& dtype_of(const Problem& p) {
   for (const auto& [name, value] : p.attrs)
-    if (name == "dtype") return value;
+    if (is(name, "dtype")) return value;
   return p.attr("dtype");  // throws
 }
 
 // In one walk of each of the problem's maps: a first call of a shape nobody tuned reads a few
 // thousand problems here (two a prediction), and a lookup by name of each of the five, each with
 // a string made of its name, was a tenth of that call's lookup.
-// (Names and values compared a byte at a time: std::string's == with a literal calls strlen and
-// memcmp, which were most of this walk.)
 Shape read_shape(const Problem& p) {
   Shape s;
-  const std::string* dtype = nullptr;
-  for (const auto& [name, value] : p.attrs) {
-    if (name.size() == 2 && name[0] == 'o' && name[1] == 'p')
-      s.op = &value;
-    else if (name.size() == 5 && name.compare(0, 5, "dtype", 5) == 0)
-      dtype = &value;
-  }
+  for (const auto& [name, value] : p.attrs)
+    if (is(name, "op")) s.op = &value;
   const std::int64_t* m = nullptr;
   const std::int64_t* n = nullptr;
   const std::int64_t* k = nullptr;
@@ -263,11 +263,7 @@ Shape read_shape(const Problem& p) {
   }
   // A missing one throws as the lookup by name does.
   if (!s.op) s.op = &p.attr("op");
-  if (!dtype) dtype = &p.attr("dtype");
-  const std::string& d = *dtype;
-  s.bytes = d.size() == 3 && d[0] == 'f' && d[1] == '3' && d[2] == '2'   ? 4
-            : d.size() == 3 && d[0] == 'f' && d[1] == '6' && d[2] == '4' ? 8
-                                                                         : dtype_bytes(d);
+  s.bytes = dtype_bytes(dtype_of(p));
   parse_op(*s.op, s.ta, s.tb);
   s.m = m ? *m : p.size("m"), s.n = n ? *n : p.size("n"), s.k = k ? *k : p.size("k");
   return s;
