@@ -77,6 +77,8 @@ struct LaunchPlan {
 class SpaceRules {
  public:
   virtual ~SpaceRules() = default;
+  // The first head_params() values alone can serve (true where the family has no head).
+  virtual bool head_ok(const std::int64_t* /*values*/) { return true; }
   // reject_prefix() accepts the first prefix_params() values.
   virtual bool prefix_ok(const std::int64_t* values) = 0;
   // reject() accepts all of them.
@@ -147,6 +149,10 @@ class Family {
   // out every configuration that shares them. reject_prefix() sees a configuration holding only
   // those and returns why they cannot work, or "". It must refuse nothing that reject() accepts.
   virtual std::size_t prefix_params() const { return 0; }
+  // The head of the prefix: its first head_params() parameters, which SpaceRules::head_ok() rules
+  // on before the rest of the prefix is walked under them (0: none). head_ok() must refuse nothing
+  // that reject_prefix() accepts.
+  virtual std::size_t head_params() const { return 0; }
   virtual std::string reject_prefix(const Config&, const Problem&, const DeviceLimits&) const {
     return {};
   }

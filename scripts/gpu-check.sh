@@ -254,6 +254,31 @@ PY
         done
       done
       ;;
+    tuned-ab)
+      # The tuned stage of chosen shapes with two binaries: for each line "DTYPE MxNxK:OP" of
+      # TUNED_AB_SHAPES (a file), each arm of "old new" alternating (old: $KTUNE_OLD, another build's
+      # binary), TUNED_AB_ROUNDS rounds (1): a new database of the shipped presets, `ktune tune
+      # gemm` of the shape with the tuned stage's budget (TUNED_AB_EVALS, 400 evaluations), then
+      # `ktune bench gemm --shape` on that database (its winner against cuBLAS, verified); the
+      # CSVs in the logs. E.g. the shapes of a draw's tuned stage below 0.90, before and after a
+      # change to the space.
+      for round in $(seq "${TUNED_AB_ROUNDS:-1}"); do
+        while read -r d shape _; do
+          [[ -z "$d" || "$d" == \#* ]] && continue  # blank lines and comments
+          for arm in old new; do
+            bin=$KTUNE
+            [ "$arm" = old ] && bin=${KTUNE_OLD:?KTUNE_OLD: the other binary}
+            adir=$(mktemp -d)
+            tag="tuned-ab-$d-${shape/:/-}-$arm-r$round"
+            run_step "$tag-tune" "$bin" tune gemm --db "$adir/ab.db" --dtype "$d" \
+              --shape "${shape%%:*}" --op "${shape##*:}" --max-evals "${TUNED_AB_EVALS:-400}"
+            run_step "$tag-bench" "$bin" bench gemm --db "$adir/ab.db" --dtype "$d" \
+              --shape "$shape" --csv "$LOGS/$tag.csv"
+            rm -rf "$adir"
+          done
+        done < "${TUNED_AB_SHAPES:?TUNED_AB_SHAPES: a file of DTYPE MxNxK:OP lines}"
+      done
+      ;;
     anyshape-tuned)
       # A short tune per shape after the presets (compiles reused across shapes: the tuner's
       # binary cache), then timed again.

@@ -64,6 +64,10 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
   std::vector<std::int64_t> row(n);
   std::size_t rest = 1;  // combinations of the parameters after the prefix
   for (std::size_t i = prefix; i < n; ++i) rest *= values[i].size();
+  // The prefix's head (Family::head_params) is ruled on first, the rest of the prefix under it.
+  const std::size_t head = std::min(family.head_params(), prefix);
+  std::size_t after_head = rest;  // combinations of the parameters after the head
+  for (std::size_t i = head; i < prefix; ++i) after_head *= values[i].size();
   std::vector<std::size_t> digit(n, 0);
   // Visits every combination of parameters [lo, hi), the others held.
   auto walk = [&](std::size_t lo, std::size_t hi, auto&& visit) {
@@ -83,7 +87,7 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
       }
     }
   };
-  walk(0, prefix, [&] {
+  auto after = [&] {
     if (prefix > 0 && !rules->prefix_ok(row.data())) {
       total_ += rest;
       return;
@@ -95,6 +99,13 @@ SearchSpace::SearchSpace(const Family& family, const Problem& problem, const Dev
         ++size_;
       }
     });
+  };
+  walk(0, head, [&] {
+    if (head > 0 && !rules->head_ok(row.data())) {
+      total_ += after_head;
+      return;
+    }
+    walk(head, prefix, after);
   });
   values_.shrink_to_fit();
   build_index();

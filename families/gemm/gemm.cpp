@@ -402,6 +402,7 @@ class GemmFamily final : public BuiltinFileFamily {
   static constexpr const char* kPrefix[] = {"BM", "BN",     "BK",     "WM",  "WN",  "TM",
                                             "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
   static constexpr ParamSet kPrefixParams = params_of(kPrefix);
+  static constexpr std::size_t kShapeParams = 8;  // BM to WNITER: what reject_shape reads
 
   // Why k may not be split `split` ways over `tiles` m x n tiles of k-tiles `bk` (null where it
   // may; always for split 1).
@@ -419,14 +420,27 @@ class GemmFamily final : public BuiltinFileFamily {
     return nullptr;
   }
 
-  // reject_prefix on the parameters read (those of kPrefixParams at least) and the problem's shape
-  // and alignment class.
-  static const char* reject_prefix(const Tile& t, const Shape& s, std::int64_t align,
-                                   const DeviceLimits& limits) {
-    const std::int64_t m = s.m, n = s.n, k = s.k;
-    const std::int64_t bm = t.bm, bn = t.bn, bk = t.bk;
-    const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
-    if (const char* why = refuse_split(t.splitk, tiles, k, bk, limits)) return why;
+  // Why a block tile extent of 3 x 2^j (48, 96, 192) may not tile an extent of the problem (m or
+  // n): unless it pads it less than the power of two below it and, by at least 5% of the extent,
+  // less than the one above (130 rows: 144 in 48s, 160 in 32s, 192 in 64s). Null for a power of
+  // two. Large problems pad little with any tile: their spaces stay as the powers of two make them.
+  static const char* refuse_tile_extent(std::int64_t tile, std::int64_t extent) {
+    const auto t = static_cast<std::uint64_t>(tile);
+    if (std::has_single_bit(t)) return nullptr;
+    const auto above = static_cast<std::int64_t>(std::bit_ceil(t)),
+               below = static_cast<std::int64_t>(std::bit_floor(t));
+    auto padded = [extent](std::int64_t by) { return (extent + by - 1) / by * by; };
+    if (padded(tile) >= padded(below) || 20 * (padded(above) - padded(tile)) < extent)
+      return "a tile of 48, 96 or 192 where it pads the problem no less than the powers of two "
+             "beside it";
+    return nullptr;
+  }
+
+  // The rules on the tile shape alone (BM, BN, BK, WM, WN, TM, TN, WNITER: the head of the prefix,
+  // which SearchSpace walks before the rest of it) and the problem's shape.
+  static const char* reject_shape(const Tile& t, const Shape& s, const DeviceLimits& limits) {
+    const std::int64_t m = s.m, n = s.n;
+    const std::int64_t bm = t.bm, bn = t.bn;
     const int bytes = s.bytes;
     const Geometry g = shape_geometry(t);
     if (g.why) return g.why;
@@ -452,14 +466,32 @@ class GemmFamily final : public BuiltinFileFamily {
     const int min_acc = std::min<int>(bytes == 4 ? 64 : 32, static_cast<int>(t.bm * t.bn / 128));
     if (g.accumulators > (bytes == 4 ? 128 : 64) || g.accumulators < min_acc)
       return "thread tile out of range";
+    if (const char* why = refuse_tile_extent(bm, m)) return why;
+    if (const char* why = refuse_tile_extent(bn, n)) return why;
+    return nullptr;
+  }
+
+  // reject_prefix on the parameters read (those of kPrefixParams at least) and the problem's shape
+  // and alignment class.
+  static const char* reject_prefix(const Tile& t, const Shape& s, std::int64_t align,
+                                   const DeviceLimits& limits) {
+    const std::int64_t m = s.m, n = s.n, k = s.k;
+    const std::int64_t bm = t.bm, bn = t.bn, bk = t.bk;
+    const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
+    if (const char* why = refuse_split(t.splitk, tiles, k, bk, limits)) return why;
+    if (const char* why = reject_shape(t, s, limits)) return why;
+    const int bytes = s.bytes;
+    const Geometry g = shape_geometry(t);
     if (const std::int64_t kind = t.mma; kind) {
       if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
       if (limits.cc_major < 8 || (kind >= 2 && limits.cc_major < 9))
         return "this MMA shape needs a newer GPU (m8n8k4: sm_80, m16n8k*: sm_90)";
       if (t.bk % (kind <= 2 ? 4 : kind == 3 ? 8 : 16))
         return "BK is not a multiple of the MMA shape's k";
-      // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value.
-      if (t.tm != 4 || t.tn != 4 || t.wniter != 1) return "MMA takes TM=TN=4, WNITER=1";
+      // The warp tile alone shapes the tensor-core path: the thread-tile parameters keep one value
+      // (WNITER 3 where only it makes a warp tile 48 columns wide a whole number of thread tiles).
+      if (t.tm != 4 || t.tn != 4 || t.wniter != (t.wn == 48 ? 3 : 1))
+        return "MMA takes TM=TN=4, WNITER=1 (3 for WN=48)";
     }
     const bool ta = s.ta, tb = s.tb;
     const std::int64_t vec = t.vec;
@@ -591,6 +623,10 @@ class GemmFamily final : public BuiltinFileFamily {
   // allow, or a rasterization group as tall as the grid (all of them for a 64 x 64 C, whose walk
   // took 11 s on the host with these three after the prefix).
   std::size_t prefix_params() const override { return std::size(kPrefix); }
+  // The tile shape (BM to WNITER) first: most of its combinations are no tile for the problem, and
+  // walking SPLITK, MMA, VEC and SWIZZLE under each of them took longer than the rest of the walk
+  // once BM and BN took 48, 96 and 192.
+  std::size_t head_params() const override { return kShapeParams; }
   std::string reject_prefix(const Config& c, const Problem& p,
                             const DeviceLimits& limits) const override {
     const char* why =
@@ -618,6 +654,9 @@ class GemmFamily final : public BuiltinFileFamily {
         }
         if (found != kAllParams)
           throw Error(ErrorCode::kInternal, "gemm.family.toml lacks a parameter the rules read");
+      }
+      bool head_ok(const std::int64_t* values) override {
+        return !reject_shape(tile(values, kShapeParams), shape_, limits_);
       }
       bool prefix_ok(const std::int64_t* values) override {
         return !reject_prefix(tile(values, std::size(kPrefix)), shape_, align_, limits_);

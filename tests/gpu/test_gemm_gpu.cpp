@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "../host/temp_dir.hpp"
 #include "db/database.hpp"
@@ -564,6 +565,33 @@ TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {
   for (const auto& r : db.results({}))
     EXPECT_TRUE(r.status == "ok" || r.status == "invalid")
         << r.problem << " " << r.config << ": " << r.status << " " << r.message;
+}
+
+// Block tiles of 48, 96 and 192 rows or columns (warp tiles of 48, WNITER 3; the f64 tensor-core
+// path too) on short sides they pad less: a random sample of those alone, every candidate that
+// compiles within the register budget computes the right result (the tuner verifies each one),
+// in edge tiles, split K included.
+TEST_F(GemmGpu, TilesBetweenPowersOfTwoVerify) {
+  KTUNE_REQUIRE_GPU();
+  ktune::testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  for (const char* dtype : {"f32", "f64"})
+    for (const auto& [only, ta, tb, m, n, k] :
+         {std::tuple{SearchSpace::Only{{"BM", {48, 96, 192}}}, true, true, 130, 118, 40000},
+          std::tuple{SearchSpace::Only{{"BN", {48, 96, 192}}}, false, false, 301, 136, 3000}}) {
+      Problem problem = gemm_problem(dtype, ta, tb, m, n, k, 1);
+      TuneOptions o = random_sample(40, 2, 0);
+      o.only = only;
+      TuneSummary s = tune(db, ktune_held_device, find_family("gemm"), problem, o);
+      EXPECT_GT(s.ok, 15u) << dtype << " " << problem.key();
+    }
+  std::size_t rows = 0;
+  for (const auto& r : db.results({})) {
+    ++rows;
+    EXPECT_TRUE(r.status == "ok" || r.status == "invalid")
+        << r.problem << " " << r.config << ": " << r.status << " " << r.message;
+  }
+  EXPECT_GE(rows, 120u);
 }
 
 // Options::strict_fp32: f32 products of 9 to 16 columns run the FMA kernels, not 3xTF32, and

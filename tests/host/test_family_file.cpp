@@ -489,14 +489,17 @@ TEST(BuiltinFamilyFile, DeclarationsAreHeldToTheirTemplateHash) {
   } pinned[] = {
       {"elementwise", "333ece55e68bd58a7c930df3dfe20519", "6447c93b7c9acf06"},
       {"histogram", "7e243355f133c157ed2fb64910a7c6fb", "87ffb5c7eeec2fab"},
-      {"gemm", "58d0d3c3b78043fd046bbe8a320e5177", "09c34dc494a86666"},
+      // gemm's digest moved when BM and BN took 48, 96 and 192 (WM and WN 48, WNITER 3): values
+      // added to a parameter change what no configuration means, so the hash did not move.
+      {"gemm", "e2394eab3b2120685ee18161bcd5d608", "09c34dc494a86666"},
   };
   const std::string h200 = read(std::string(KTUNE_SOURCE_DIR) + "/db/presets/nvidia-h200.json");
   for (const auto& p : pinned) {
     EXPECT_EQ(Hasher().add(builtin_file(p.family)->sources().hashed).hex(), p.declarations)
         << p.family
-        << ".family.toml changed what a configuration means: bump the C++ family's "
-           "descriptor_version(), then pin the new digest and hash here";
+        << ".family.toml changed: if what a configuration means changed (not only values "
+           "added to a parameter), bump the C++ family's descriptor_version(); then pin the new "
+           "digest and hash here";
     EXPECT_EQ(find_family(p.family).template_hash(), p.hash) << p.family;
     // The shipped presets hold results of this template.
     EXPECT_NE(h200.find(std::string("\"template_hash\": \"") + p.hash + "\""), std::string::npos)

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <set>
@@ -152,6 +154,68 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
     // 1000^2 is 256 tiles of 64 x 64 (under four waves of 132 SMs), 4096^2 is 4096.
     EXPECT_EQ(any_smallest, p.size("m") != 4096) << p.key();
   }
+}
+
+// The block tiles of 48, 96 and 192 rows or columns (warp tiles of 48, WNITER 3) that the space
+// holds for short sides, FMA and tensor-core, each compiled with real NVRTC for sm_90 with the
+// usual code path: every one compiles, and most stay out of local memory (the tuner refuses a
+// kernel that spills, as it refuses the power-of-two tiles that do: 64 x 128 with scalar loads).
+// ("CheckCompiles": scripts/test.sh leaves it out of the sanitizer build's run.)
+TEST(GemmSpace, CheckCompilesTilesBetweenPowersOfTwoForSm90) {
+  const Family& gemm = find_family("gemm");
+  const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
+  auto odd = [](std::int64_t v) { return !std::has_single_bit(static_cast<std::uint64_t>(v)); };
+  std::size_t kernels = 0, clean = 0;
+  for (const Problem& p : {gemm_problem("f32", true, true, 130, 118, 540415, 4),
+                           gemm_problem("f32", false, false, 136, 130, 3000, 4),
+                           gemm_problem("f64", true, true, 136, 5446, 1172, 2),
+                           gemm_problem("f64", true, true, 346, 130, 122735, 2)}) {
+    // Each tile shape on one code path: a cp.async pipeline of 3 stages, the fragments
+    // prefetched on the FMA units (the toggles of Family::check_configs would be some 1700
+    // kernels here).
+    std::vector<Config> checked;
+    for (const auto& c : SearchSpace(gemm, p, limits).configs())
+      if ((odd(c.at("BM")) || odd(c.at("BN"))) && c.at("STAGES") == 3 && c.at("MINB") == 1 &&
+          c.at("KCONTIG") == 0 && c.at("UNROLL") == 0 && c.at("PAD") == 4 &&
+          c.at("PREFETCH") == (c.at("MMA") ? 0 : 3) && c.at("SWIZZLE") == 1)
+        checked.push_back(c);
+    ASSERT_FALSE(checked.empty()) << p.key();
+    // One kernel per block and warp tile, thread tile and unit: the widest vector, then BK 8.
+    std::map<std::vector<std::int64_t>, const Config*> by_shape;
+    for (const auto& c : checked) {
+      const Config*& at = by_shape[{c.at("BM"), c.at("BN"), c.at("WM"), c.at("WN"), c.at("TM"),
+                                    c.at("MMA")}];
+      if (!at || std::pair(c.at("VEC"), -c.at("BK")) > std::pair(at->at("VEC"), -at->at("BK")))
+        at = &c;
+    }
+    std::map<std::string, const Config*> by_kernel;
+    for (const auto& [shape, c] : by_shape) by_kernel[gemm.name_expressions(*c, p).front()] = c;
+    std::vector<std::string> names;
+    std::size_t problem_clean = 0;
+    for (const auto& [name, c] : by_kernel) names.push_back(name);
+    const std::size_t batch = 24;
+    for (std::size_t i = 0; i < names.size(); i += batch) {
+      CompileRequest r = gemm.compile_request(*by_kernel.at(names[i]), p, "sm_90");
+      r.name_expressions.assign(names.begin() + i,
+                                names.begin() + std::min(names.size(), i + batch));
+      CompileResult out;
+      ASSERT_NO_THROW(out = compile(r)) << p.key() << " " << r.name_expressions.front();
+      for (std::size_t j = 0; j < out.resources.size(); ++j) {
+        ++kernels;
+        const bool in_registers = local_memory_reason(out.resources[j]).empty();
+        clean += in_registers;
+        problem_clean += in_registers;
+        if (!in_registers)
+          std::printf("[ info ] %s: %s\n", r.name_expressions[j].c_str(),
+                      local_memory_reason(out.resources[j]).c_str());
+      }
+    }
+    EXPECT_GT(problem_clean, 0u) << p.key();
+  }
+  EXPECT_GT(kernels, 20u);
+  EXPECT_GE(2 * clean, kernels);
+  std::printf("[ info ] %zu kernels of tiles between powers of two, %zu without local memory\n",
+              kernels, clean);
 }
 
 TEST(GemmSpace, KcontigOnlyWhereAnOperandIsKContiguousInMemory) {

@@ -1,6 +1,7 @@
 // Host tests: search space enumeration under constraints, and the strategies' determinism.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -119,8 +120,9 @@ TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
   const Family& gemm = find_family("gemm");
   ASSERT_GT(gemm.prefix_params(), 0u);
   const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
-  const SearchSpace::Only only = {{"SPLITK", {1, 4, 64}}, {"MMA", {0, 2}}, {"MINB", {1, 2}},
-                                  {"SWIZZLE", {1}},       {"UNROLL", {0}}, {"STAGES", {2, 3}}};
+  const SearchSpace::Only only = {{"SPLITK", {1, 4, 64}}, {"MMA", {0, 2}},    {"MINB", {1, 2}},
+                                  {"SWIZZLE", {1}},       {"UNROLL", {0}},    {"STAGES", {2, 3}},
+                                  {"PREFETCH", {0, 3}},   {"KCONTIG", {0, 4}}};
   for (const char* key :
        {"align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn", "align=2;dtype=f64;k=9000;m=64;n=200;op=tn",
         "align=1;dtype=f64;k=700000;m=600;n=250;op=nt"}) {
@@ -153,6 +155,61 @@ TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
     EXPECT_EQ(pruned.total(), total) << key;
     EXPECT_EQ(pruned.size(), accepted) << key;
     EXPECT_GT(accepted, 10u) << key;
+  }
+}
+
+// GEMM block tiles of 48, 96 and 192 rows or columns are in the space where they pad the problem
+// at least 5% less than the power of two above them (130 rows: 144 in 48s, 192 in 64s), with the
+// f64 tensor-core path; a large problem's space is the one the powers of two alone make.
+TEST(SearchSpace, GemmTilesBetweenPowersOfTwoWhereTheyPadLess) {
+  const Family& gemm = find_family("gemm");
+  const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
+  auto odd = [](std::int64_t v) { return !std::has_single_bit(static_cast<std::uint64_t>(v)); };
+  auto padded = [](std::int64_t extent, std::int64_t tile) {
+    return (extent + tile - 1) / tile * tile;
+  };
+  for (const char* key : {"align=4;dtype=f32;k=540415;m=130;n=118;op=tt",
+                          "align=2;dtype=f64;k=1172;m=136;n=5446;op=tt",
+                          "align=2;dtype=f64;k=122735;m=346;n=130;op=tt"}) {
+    const Problem p = Problem::parse("gemm", key);
+    const SearchSpace s(gemm, p, limits);
+    std::set<std::int64_t> bm, bn;
+    std::size_t odd_mma = 0;
+    for (const auto& c : s.configs()) {
+      for (const char* side : {"BM", "BN"}) {
+        const std::int64_t tile = c.at(side), extent = p.size(side == std::string("BM") ? "m" : "n");
+        if (!odd(tile)) continue;
+        (side == std::string("BM") ? bm : bn).insert(tile);
+        const auto t = static_cast<std::uint64_t>(tile);
+        EXPECT_GE(20 * (padded(extent, std::bit_ceil(t)) - padded(extent, tile)), extent)
+            << key << " " << to_string(c);
+        EXPECT_LT(padded(extent, tile), padded(extent, std::bit_floor(t)))
+            << key << " " << to_string(c);
+        odd_mma += c.at("MMA") != 0;
+      }
+    }
+    const std::string k = key;
+    if (k.find("m=130;") != std::string::npos) {
+      // 130 rows: 144 in 48s and 192 in 192s (256 in 128s); 96s pad as 64s do. 118 columns: 128
+      // in 64s, which no tile between pads less.
+      EXPECT_EQ(bm, (std::set<std::int64_t>{48, 192})) << key;
+      EXPECT_TRUE(bn.empty()) << key;
+    } else if (k.find("m=136;") != std::string::npos) {
+      EXPECT_TRUE(bm.count(48)) << key;
+      EXPECT_GT(odd_mma, 0u) << key;
+    } else {
+      EXPECT_TRUE(bn.count(48)) << key;  // 130 columns: 144 in 48s (WN 48, WNITER 3)
+      EXPECT_GT(odd_mma, 0u) << key;
+    }
+  }
+  const SearchSpace::Only powers = {{"BM", {32, 64, 128, 256}}, {"BN", {32, 64, 128, 256}},
+                                    {"WM", {16, 32, 64}},        {"WN", {16, 32, 64}},
+                                    {"WNITER", {1, 2}}};
+  for (const char* key : {"align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn",
+                          "align=2;dtype=f64;k=1903;m=7034;n=1346;op=tt"}) {
+    const Problem p = Problem::parse("gemm", key);
+    EXPECT_EQ(SearchSpace(gemm, p, limits).size(), SearchSpace(gemm, p, limits, powers).size())
+        << key;
   }
 }
 
