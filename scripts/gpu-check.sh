@@ -255,23 +255,29 @@ PY
       done
       ;;
     tuned-ab)
-      # The tuned stage of chosen shapes with two binaries: for each line "DTYPE MxNxK:OP" of
-      # TUNED_AB_SHAPES (a file), each arm of "old new" alternating (old: $KTUNE_OLD, another build's
-      # binary), TUNED_AB_ROUNDS rounds (1): a new database of the shipped presets, `ktune tune
-      # gemm` of the shape with the tuned stage's budget (TUNED_AB_EVALS, 400 evaluations), then
-      # `ktune bench gemm --shape` on that database (its winner against cuBLAS, verified); the
-      # CSVs in the logs. E.g. the shapes of a draw's tuned stage below 0.90, before and after a
-      # change to the space.
+      # The tuned stage of chosen shapes, two arms alternating: for each line "DTYPE MxNxK:OP" of
+      # TUNED_AB_SHAPES (a file; blank lines and # comments skipped), TUNED_AB_ROUNDS rounds (1),
+      # a new database of the shipped presets each, `ktune tune gemm` of the shape with the
+      # tuned stage's budget (TUNED_AB_EVALS, 400 evaluations), then `ktune bench gemm --shape` on
+      # that database (its winner against cuBLAS, verified); the CSVs in the logs. Arm "old" is
+      # $KTUNE_OLD (another build's binary) where set, else this binary with the space held to
+      # TUNED_AB_OLD_ONLY (by default the powers-of-two tiles alone: the space before 48, 96 and
+      # 192 were added, configuration for configuration); arm "new" is this binary's whole space.
+      old_only=(${TUNED_AB_OLD_ONLY---only BM=32,64,128,256 --only BN=32,64,128,256 --only WM=16,32,64 --only WN=16,32,64 --only WNITER=1,2})
       for round in $(seq "${TUNED_AB_ROUNDS:-1}"); do
         while read -r d shape _; do
           [[ -z "$d" || "$d" == \#* ]] && continue  # blank lines and comments
           for arm in old new; do
             bin=$KTUNE
-            [ "$arm" = old ] && bin=${KTUNE_OLD:?KTUNE_OLD: the other binary}
+            only=()
+            if [ "$arm" = old ]; then
+              if [ -n "${KTUNE_OLD:-}" ]; then bin=$KTUNE_OLD; else only=("${old_only[@]}"); fi
+            fi
             adir=$(mktemp -d)
             tag="tuned-ab-$d-${shape/:/-}-$arm-r$round"
             run_step "$tag-tune" "$bin" tune gemm --db "$adir/ab.db" --dtype "$d" \
-              --shape "${shape%%:*}" --op "${shape##*:}" --max-evals "${TUNED_AB_EVALS:-400}"
+              --shape "${shape%%:*}" --op "${shape##*:}" --max-evals "${TUNED_AB_EVALS:-400}" \
+              "${only[@]}"
             run_step "$tag-bench" "$bin" bench gemm --db "$adir/ab.db" --dtype "$d" \
               --shape "$shape" --csv "$LOGS/$tag.csv"
             rm -rf "$adir"
