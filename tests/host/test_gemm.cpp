@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -157,8 +157,8 @@ TEST(GemmSpace, ConstraintsHoldForEveryConfig) {
 }
 
 // The block tiles of 48, 96 and 192 rows or columns (warp tiles of 48, WNITER 3) that the space
-// holds for short sides, FMA and tensor-core, each compiled with real NVRTC for sm_90 with the
-// usual code path: every one compiles, and most stay out of local memory (the tuner refuses a
+// holds for short sides, FMA and tensor-core, each compiled with real NVRTC for sm_90 on one code
+// path: every one compiles, and most stay out of local memory (the tuner refuses a
 // kernel that spills, as it refuses the power-of-two tiles that do: 64 x 128 with scalar loads).
 // ("CheckCompiles": scripts/test.sh leaves it out of the sanitizer build's run.)
 TEST(GemmSpace, CheckCompilesTilesBetweenPowersOfTwoForSm90) {

@@ -159,8 +159,9 @@ TEST(SearchSpace, PrefixPruningKeepsEveryConfigurationRejectAccepts) {
 }
 
 // GEMM block tiles of 48, 96 and 192 rows or columns are in the space where they pad the problem
-// at least 5% less than the power of two above them (130 rows: 144 in 48s, 192 in 64s), with the
-// f64 tensor-core path; a large problem's space is the one the powers of two alone make.
+// less than the power of two below them and at least 5% less than the one above (130 rows: 144 in
+// 48s, 160 in 32s, 192 in 64s), with the f64 tensor-core path; a large problem's space is the one
+// the powers of two alone make.
 TEST(SearchSpace, GemmTilesBetweenPowersOfTwoWhereTheyPadLess) {
   const Family& gemm = find_family("gemm");
   const DeviceLimits limits = DeviceLimits::for_arch(9, 0);
