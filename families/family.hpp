@@ -79,7 +79,8 @@ class SpaceRules {
   virtual ~SpaceRules() = default;
   // The first head_params() values alone can serve (true where the family has no head).
   virtual bool head_ok(const std::int64_t* /*values*/) { return true; }
-  // reject_prefix() accepts the first prefix_params() values.
+  // reject_prefix() accepts the first prefix_params() values; asked only of values whose head
+  // head_ok() accepted, the last it was asked of.
   virtual bool prefix_ok(const std::int64_t* values) = 0;
   // reject() accepts all of them.
   virtual bool ok(const std::int64_t* values) = 0;

@@ -403,6 +403,7 @@ class GemmFamily final : public BuiltinFileFamily {
                                             "TN", "WNITER", "SPLITK", "MMA", "VEC", "SWIZZLE"};
   static constexpr ParamSet kPrefixParams = params_of(kPrefix);
   static constexpr std::size_t kShapeParams = 8;  // BM to WNITER: what reject_shape reads
+  static_assert(std::string_view(kPrefix[kShapeParams - 1]) == "WNITER");
 
   // Why k may not be split `split` ways over `tiles` m x n tiles of k-tiles `bk` (null where it
   // may; always for split 1).
@@ -437,12 +438,14 @@ class GemmFamily final : public BuiltinFileFamily {
   }
 
   // The rules on the tile shape alone (BM, BN, BK, WM, WN, TM, TN, WNITER: the head of the prefix,
-  // which SearchSpace walks before the rest of it) and the problem's shape.
-  static const char* reject_shape(const Tile& t, const Shape& s, const DeviceLimits& limits) {
+  // which SearchSpace walks before the rest of it) and the problem's shape; `g` is the shape's
+  // geometry, for the rest of the prefix's rules.
+  static const char* reject_shape(const Tile& t, const Shape& s, const DeviceLimits& limits,
+                                  Geometry& g) {
     const std::int64_t m = s.m, n = s.n;
     const std::int64_t bm = t.bm, bn = t.bn;
     const int bytes = s.bytes;
-    const Geometry g = shape_geometry(t);
+    g = shape_geometry(t);
     if (g.why) return g.why;
     // 128 or 256 threads: fewer hide less latency, more leave too few registers per thread. Two
     // warps for the smallest tiles (32 x 32, 32 x 64): small problems and small k need many
@@ -475,13 +478,25 @@ class GemmFamily final : public BuiltinFileFamily {
   // and alignment class.
   static const char* reject_prefix(const Tile& t, const Shape& s, std::int64_t align,
                                    const DeviceLimits& limits) {
-    const std::int64_t m = s.m, n = s.n, k = s.k;
+    if (const char* why = refuse_split(t, s, limits)) return why;
+    Geometry g;
+    if (const char* why = reject_shape(t, s, limits, g)) return why;
+    return reject_after_shape(t, s, align, limits, g);
+  }
+
+  // refuse_split on a prefix's tile and split.
+  static const char* refuse_split(const Tile& t, const Shape& s, const DeviceLimits& limits) {
+    const std::int64_t tiles = ((s.m + t.bm - 1) / t.bm) * ((s.n + t.bn - 1) / t.bn);
+    return refuse_split(t.splitk, tiles, s.k, t.bk, limits);
+  }
+
+  // The rest of reject_prefix, after refuse_split and reject_shape (whose geometry `g` is).
+  static const char* reject_after_shape(const Tile& t, const Shape& s, std::int64_t align,
+                                        const DeviceLimits& limits, const Geometry& g) {
+    const std::int64_t m = s.m, n = s.n;
     const std::int64_t bm = t.bm, bn = t.bn, bk = t.bk;
     const std::int64_t tiles_m = (m + bm - 1) / bm, tiles = tiles_m * ((n + bn - 1) / bn);
-    if (const char* why = refuse_split(t.splitk, tiles, k, bk, limits)) return why;
-    if (const char* why = reject_shape(t, s, limits)) return why;
     const int bytes = s.bytes;
-    const Geometry g = shape_geometry(t);
     if (const std::int64_t kind = t.mma; kind) {
       if (bytes != 8) return "MMA (FP64 tensor cores) is f64 only";
       if (limits.cc_major < 8 || (kind >= 2 && limits.cc_major < 9))
@@ -655,11 +670,15 @@ class GemmFamily final : public BuiltinFileFamily {
         if (found != kAllParams)
           throw Error(ErrorCode::kInternal, "gemm.family.toml lacks a parameter the rules read");
       }
+      // The tile shape's rules once per shape, its geometry kept for the prefixes under it
+      // (SearchSpace asks prefix_ok only of those under the shape head_ok accepted last).
       bool head_ok(const std::int64_t* values) override {
-        return !reject_shape(tile(values, kShapeParams), shape_, limits_);
+        return !reject_shape(tile(values, kShapeParams), shape_, limits_, head_);
       }
       bool prefix_ok(const std::int64_t* values) override {
-        return !reject_prefix(tile(values, std::size(kPrefix)), shape_, align_, limits_);
+        const Tile t = tile(values, std::size(kPrefix));
+        return !refuse_split(t, shape_, limits_) &&
+               !reject_after_shape(t, shape_, align_, limits_, head_);
       }
       bool ok(const std::int64_t* values) override {
         return !reject(tile(values, member_.size()), shape_, align_, limits_);
@@ -676,6 +695,7 @@ class GemmFamily final : public BuiltinFileFamily {
       std::int64_t align_;
       DeviceLimits limits_;
       std::vector<std::int64_t Tile::*> member_;  // each parameter's, in params() order
+      Geometry head_;  // of the tile shape head_ok accepted last
     };
     return std::make_unique<Rules>(params(), p, limits);
   }
