@@ -239,9 +239,7 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                               gemm_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, align));
     } else if (args.family == "gemm" && !args.grid.empty()) {
       for (const GemmGridShape& g : gemm_grid()) {
-        // skinny: those alone; tiled and small: the others (small's are chosen below).
-        const bool skinny = std::string(g.kind) == "skinny";
-        if (args.grid != "all" && skinny != (args.grid == "skinny")) continue;
+        if (!gemm_grid_class_takes(args.grid, g.kind)) continue;  // small's are chosen below
         const GemmShape& s = g.shape;
         Problem p = gemm_call_problem(args.dtype, s.trans_a, s.trans_b, s.m, s.n, s.k, align);
         problems.emplace_back(&find_family(p.family), std::move(p));

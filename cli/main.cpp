@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "cli/output.hpp"
 #include "db/exchange.hpp"
 #include "families/file_family.hpp"
+#include "families/gemm/gemm.hpp"
 #include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "ktune/version.hpp"
@@ -274,13 +276,15 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
                 "tune every shape of the benchmark suite (ktune bench gemm) for --dtype");
   app->add_option("--grid", p.grid,
                   "tune the shape grid the shipped presets were tuned on (docs/GEMM.md, \"The "
-                  "preset grid\") for --dtype: all of it, the tiled shapes alone, the skinny "
-                  "ones (m or n at most 16), or the small tiled ones (fewer than four waves of "
-                  "64 x 64 tiles on the first --device: where the smallest tiles are in the "
-                  "space); with --max-evals/--max-seconds per shape")
+                  "preset grid\") for --dtype: all of it, the tiled shapes alone, the small "
+                  "tiled ones (fewer than four waves of 64 x 64 tiles on the first --device: "
+                  "where the smallest tiles are in the space), or one part of it: square, "
+                  "general, tall-wide, small-k, huge-k or skinny (m or n at most 16); with "
+                  "--max-evals/--max-seconds per shape")
       ->expected(0, 1)
       ->default_str("all")
-      ->check(CLI::IsMember({"all", "tiled", "skinny", "small"}));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(ktune::kGemmGridClasses),
+                                                     std::end(ktune::kGemmGridClasses))));
 }
 
 void add_tune_options(CLI::App* app, TuneArgs& t) {

@@ -146,7 +146,8 @@ for step in "${steps[@]}"; do
       # The preset grid (ktune tune gemm --grid; docs/GEMM.md, "The preset grid") for
       # GRID_DTYPES, into a database of its own; this GPU's winners exported as JSON for
       # db/presets (the database, holding binaries, is too large to bring back). GRID_CLASS:
-      # all, tiled or skinny (the shapes of db/presets/nvidia-h100-gemm-skinny.json).
+      # any class of `ktune tune gemm --grid` (all; tiled; skinny, the shapes of
+      # db/presets/nvidia-h100-gemm-skinny.json; huge-k, small-k and the other kinds).
       gdb=$(mktemp -d)/grid.db
       for d in ${GRID_DTYPES:-f32 f64}; do
         run_step "tune-grid-$d" "$KTUNE" tune gemm --grid "${GRID_CLASS:-all}" --dtype "$d" \

@@ -1171,6 +1171,12 @@ std::vector<GemmShape> gemm_suite() {
           {4096, 4096, 4096, true, false},  {4096, 4096, 4096, true, true}};
 }
 
+bool gemm_grid_class_takes(std::string_view grid_class, std::string_view kind) {
+  if (grid_class == "all") return true;
+  if (grid_class == "tiled" || grid_class == "small") return kind != "skinny";
+  return grid_class == kind;
+}
+
 bool gemm_smallest_tiles_apply(std::int64_t m, std::int64_t n, int sm_count) {
   return ((m + 63) / 64) * ((n + 63) / 64) < 4 * std::int64_t(sm_count);
 }

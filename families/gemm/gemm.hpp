@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "platform/device.hpp"
@@ -100,6 +101,13 @@ struct GemmGridShape {
   const char* kind;
 };
 std::vector<GemmGridShape> gemm_grid();
+
+// What `ktune tune gemm --grid CLASS` takes: all, tiled (every kind but skinny), small (the tiled
+// shapes, narrowed by gemm_smallest_tiles_apply on the GPU), or one kind by name.
+inline constexpr const char* kGemmGridClasses[] = {
+    "all", "tiled", "small", "square", "general", "tall-wide", "small-k", "huge-k", "skinny"};
+// Whether CLASS takes a grid shape of `kind`.
+bool gemm_grid_class_takes(std::string_view grid_class, std::string_view kind);
 
 // Whether GEMM's space holds the smallest block tiles (32 x 32 to 64 x 32, two warps) for an
 // m x n output on a GPU of `sm_count` SMs: where 64 x 64 tiles number fewer than four waves.

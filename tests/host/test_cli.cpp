@@ -172,6 +172,7 @@ TEST(Cli, NoDriverExitsThreeWithAClearMessage) {
                                              {"tune", "--device", "all"},
                                              {"tune", "gemm", "--device", "0,1"},
                                              {"tune", "gemm", "--grid"},
+                                             {"tune", "gemm", "--grid", "huge-k"},
                                              {"bench", "runtime"}}) {
     testing::TempDir dir;
     auto r = run_cli(args, "KTUNE_DB=" + dir.file("t.db"));

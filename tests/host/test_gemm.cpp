@@ -391,6 +391,27 @@ TEST(GemmGrid, CoversTheSpaceTheIssueAsksFor) {
   EXPECT_FALSE(gemm_smallest_tiles_apply(4096, 4096, 132));  // 4096
   EXPECT_FALSE(gemm_smallest_tiles_apply(1408, 1536, 132));  // 22 x 24 = 528, four waves
   EXPECT_TRUE(gemm_smallest_tiles_apply(1408, 1472, 132));   // 22 x 23 = 506
+  // `--grid CLASS`: every kind of the grid is a class of its own, `tiled` (and `small`, narrowed
+  // on the GPU) every kind but skinny, `all` everything.
+  std::map<std::string, int> by_kind;
+  for (const auto& g : grid) ++by_kind[g.kind];
+  for (const char* grid_class : kGemmGridClasses) {
+    int taken = 0;
+    for (const auto& g : grid) taken += gemm_grid_class_takes(grid_class, g.kind);
+    const std::string c = grid_class;
+    const int expected = c == "all"                     ? int(grid.size())
+                         : c == "tiled" || c == "small" ? int(grid.size()) - by_kind["skinny"]
+                                                        : by_kind[c];
+    EXPECT_EQ(taken, expected) << c;
+    EXPECT_GT(taken, 0) << c;
+  }
+  for (const auto& [kind, count] : by_kind)
+    EXPECT_NE(std::find(std::begin(kGemmGridClasses), std::end(kGemmGridClasses), kind),
+              std::end(kGemmGridClasses))
+        << kind << " is no --grid class";
+  EXPECT_EQ(by_kind["huge-k"], 19);
+  EXPECT_FALSE(gemm_grid_class_takes("huge-k", "small-k"));
+  EXPECT_FALSE(gemm_grid_class_takes("squares", "square"));
   // None of the suite's shapes again: their presets come from the suite.
   for (const auto& s : gemm_suite())
     for (const auto& g : grid)
