@@ -274,6 +274,10 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
       ->capture_default_str();
   app->add_flag("--suite", p.suite,
                 "tune every shape of the benchmark suite (ktune bench gemm) for --dtype");
+  // The classes are in the text: the list as a type would run past the help's 100 columns.
+  CLI::Validator grid_classes = CLI::IsMember(std::vector<std::string>(
+      std::begin(ktune::kGemmGridClasses), std::end(ktune::kGemmGridClasses)));
+  grid_classes.description("");
   app->add_option("--grid", p.grid,
                   "tune the shape grid the shipped presets were tuned on (docs/GEMM.md, \"The "
                   "preset grid\") for --dtype: all of it, the tiled shapes alone, the small "
@@ -283,8 +287,8 @@ void add_gemm_options(CLI::App* app, ProblemArgs& p) {
                   "--max-evals/--max-seconds per shape")
       ->expected(0, 1)
       ->default_str("all")
-      ->check(CLI::IsMember(std::vector<std::string>(std::begin(ktune::kGemmGridClasses),
-                                                     std::end(ktune::kGemmGridClasses))));
+      ->type_name("CLASS")
+      ->check(grid_classes);
 }
 
 void add_tune_options(CLI::App* app, TuneArgs& t) {
