@@ -251,13 +251,13 @@ PY
       # The rows of TAILS_AB_JSON (files, e.g. the tails step's) judged on fresh draws: each seed
       # of TAILS_AB_SEEDS, each dtype of TAILS_AB_DTYPES, its 64 shapes timed against cuBLAS
       # (bench gemm --shape, every row verified) in a new database of the shipped presets alone
-      # (base) and in one with the files imported --shipped (new), alternating, two rounds; the
-      # CSVs in the logs.
+      # (base) and in one with the files imported --shipped (new), alternating, TAILS_AB_ROUNDS
+      # rounds (2); the CSVs in the logs.
       for seed in ${TAILS_AB_SEEDS:-20262942}; do
         for d in ${TAILS_AB_DTYPES:-f32 f64}; do
           mapfile -t shapes < <("$KTUNE" bench gemm --random-shapes 64 --seed "$seed" --dtype "$d" \
             --list-shapes | awk -v d="$d" '$1 == d && $2 ~ /^[0-9]+$/ { print $4 "x" $5 "x" $6 ":" $3 }')
-          for round in 1 2; do
+          for round in $(seq "${TAILS_AB_ROUNDS:-2}"); do
             for arm in base new; do
               adir=$(mktemp -d)
               if [ "$arm" = new ]; then
