@@ -270,6 +270,25 @@ PY
         done
       done
       ;;
+    presets-ab)
+      # The presets stage (bench gemm --random-shapes 64 --stages presets) of two builds:
+      # $KTUNE_OLD (arm old) and this one (new), alternating, PRESETS_AB_ROUNDS rounds (1), for
+      # each seed of PRESETS_AB_SEEDS and dtype of PRESETS_AB_DTYPES: a change of the lookup
+      # judged on fresh draws in one run. The CSVs in $OUT.
+      for seed in ${PRESETS_AB_SEEDS:-20262942}; do
+        for d in ${PRESETS_AB_DTYPES:-f32 f64}; do
+          for round in $(seq "${PRESETS_AB_ROUNDS:-1}"); do
+            for arm in old new; do
+              bin=$KTUNE
+              [ "$arm" = old ] && bin=${KTUNE_OLD:?KTUNE_OLD: the ktune binary of the other build}
+              run_step "presets-ab-$seed-$d-$arm-r$round" "$bin" bench gemm --random-shapes 64 \
+                --seed "$seed" --dtype "$d" --stages presets \
+                --csv "$OUT/presets_ab_${seed}_${d}_${arm}_r$round.csv"
+            done
+          done
+        done
+      done
+      ;;
     tuned-ab)
       # The tuned stage of chosen shapes, two arms alternating: for each line "DTYPE MxNxK:OP" of
       # TUNED_AB_SHAPES (a file; blank lines and # comments skipped), TUNED_AB_ROUNDS rounds (1),
@@ -279,11 +298,12 @@ PY
       # $KTUNE_OLD (another build's binary) where set, else this binary with the space held to
       # TUNED_AB_OLD_ONLY (by default the powers-of-two tiles alone: the space before 48, 96 and
       # 192 were added, configuration for configuration); arm "new" is this binary's whole space.
+      # TUNED_AB_ARMS: the arms to run ("old new"; "new" alone re-measures the tuned stage).
       old_only=(${TUNED_AB_OLD_ONLY---only BM=32,64,128,256 --only BN=32,64,128,256 --only WM=16,32,64 --only WN=16,32,64 --only WNITER=1,2})
       for round in $(seq "${TUNED_AB_ROUNDS:-1}"); do
         while read -r d shape _; do
           [[ -z "$d" || "$d" == \#* ]] && continue  # blank lines and comments
-          for arm in old new; do
+          for arm in ${TUNED_AB_ARMS:-old new}; do
             bin=$KTUNE
             only=()
             if [ "$arm" = old ]; then
