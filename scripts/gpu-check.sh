@@ -252,11 +252,13 @@ PY
       # of TAILS_AB_SEEDS, each dtype of TAILS_AB_DTYPES, its 64 shapes timed against cuBLAS
       # (bench gemm --shape, every row verified) in a new database of the shipped presets alone
       # (base) and in one with the files imported --shipped (new), alternating, TAILS_AB_ROUNDS
-      # rounds (2); the CSVs in the logs.
+      # rounds (2); the CSVs in the logs. TAILS_AB_KINDS: only the shapes of these classes of the
+      # draw (e.g. "skinny matvec"; all by default).
       for seed in ${TAILS_AB_SEEDS:-20262942}; do
         for d in ${TAILS_AB_DTYPES:-f32 f64}; do
           mapfile -t shapes < <("$KTUNE" bench gemm --random-shapes 64 --seed "$seed" --dtype "$d" \
-            --list-shapes | awk -v d="$d" '$1 == d && $2 ~ /^[0-9]+$/ { print $4 "x" $5 "x" $6 ":" $3 }')
+            --list-shapes | awk -v d="$d" -v kinds=" ${TAILS_AB_KINDS:-} " \
+            '$1 == d && $2 ~ /^[0-9]+$/ && (kinds == "  " || index(kinds, " " $7 " ")) { print $4 "x" $5 "x" $6 ":" $3 }')
           for round in $(seq "${TAILS_AB_ROUNDS:-2}"); do
             for arm in base new; do
               adir=$(mktemp -d)

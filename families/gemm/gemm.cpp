@@ -710,7 +710,7 @@ class GemmFamily final : public BuiltinFileFamily {
       std::int64_t align_;
       DeviceLimits limits_;
       std::vector<std::int64_t Tile::*> member_;  // each parameter's, in params() order
-      Geometry head_;  // of the tile shape head_ok accepted last
+      Geometry head_;                             // of the tile shape head_ok accepted last
     };
     return std::make_unique<Rules>(params(), p, limits);
   }
@@ -1308,6 +1308,19 @@ std::vector<GemmGridShape> gemm_grid() {
                              GemmShape{4096, 16, 4096, N, N}, GemmShape{16, 4096, 4096, N, N}})
     for (bool ta : {N, T})
       for (bool tb : {N, T}) grid.push_back({{s.m, s.n, s.k, ta, tb}, "skinny"});
+  // The same widths, either side, every op, at a long side and k away from 4096 x 4096, where the
+  // presets stage's skinny shapes ran lowest (seeds 20262942 and 47 on an H100 at 1fc5486: one
+  // column, a long side of 12000 to 16000 and k of 450 to 580 at 0.59 to 0.63 x cuBLAS; others
+  // with k under 300, or both near 1500): the nearest of one 4096 x 4096 shape per width was
+  // their only answer.
+  for (const auto& [length, k] :
+       {std::pair<std::int64_t, std::int64_t>{16384, 448}, {4096, 288}, {1536, 1536}})
+    for (const std::int64_t width : {1, 4, 8, 12, 16})
+      for (const bool short_m : {false, true})
+        for (bool ta : {N, T})
+          for (bool tb : {N, T})
+            grid.push_back(
+                {{short_m ? width : length, short_m ? length : width, k, ta, tb}, "skinny"});
   return grid;
 }
 
