@@ -235,19 +235,6 @@ struct Shape {
   std::int64_t m = 0, n = 0, k = 0;
 };
 
-// What an op costs a configuration of the FMA kernels, as the log of its time relative to nn's
-// (docs/GEMM.md, "What an op costs"). Fitted on the shipped H200 presets at c58a2e5: each
-// configuration measured on two shapes of different ops within 1.5 log-units of size of each
-// other (11,704 pairs in f32, 7,230 in f64), least squares on the model's mean log error per pair
-// of ops. f32: a configuration ran 0.82 x its nn time on nt shapes, 1.12 x on tn and as on nn on
-// tt; f64 within 4% on every op, so none.
-double op_log_time(const Shape& s) {
-  if (s.bytes != 4) return 0.0;
-  if (!s.ta && s.tb) return -0.20;  // nt
-  if (s.ta && !s.tb) return 0.11;   // tn
-  return 0.0;                       // nn, tt
-}
-
 // A problem's dtype, found without making a string of its name (as attr("dtype") does).
 const std::string& dtype_of(const Problem& p) {
   for (const auto& [name, value] : p.attrs)
@@ -386,10 +373,8 @@ class Prediction {
                             (was_.together / will.together));
     double ms =
         kLaunchMs + std::max(loop_will, will.dram_bytes / target_.bandwidth_ * 1e3) + side_ms(will);
-    // Measured on another op: its loads differ; keep a margin for what was not measured, and
-    // move the time by what the ops themselves cost (op_log_time).
-    if (*from_.op != *target_.to_.op)
-      ms *= 1.1 * std::exp(op_log_time(target_.to_) - op_log_time(from_));
+    // Measured on another op: its loads differ; keep a margin for what was not measured.
+    if (*from_.op != *target_.to_.op) ms *= 1.1;
     return ms;
   }
 
