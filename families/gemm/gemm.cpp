@@ -1285,22 +1285,14 @@ std::vector<GemmGridShape> gemm_grid() {
   };
   // m or n at most 16 (the skinny kernels): matrix-vector, 4, 8, 12 and 16 columns, either side
   // short, every op (4 and 12 added where the nearest of 1 and 8 had answered 3 to 14 columns;
-  // 16 where 12's answered 13 to 16 with the FMA kernel after f32's 3xTF32 one came).
-  for (const GemmShape& s : {GemmShape{4096, 1, 4096, N, N}, GemmShape{1, 4096, 4096, N, N},
-                             GemmShape{4096, 8, 4096, N, N}, GemmShape{8, 4096, 4096, N, N},
-                             GemmShape{4096, 4, 4096, N, N}, GemmShape{4, 4096, 4096, N, N},
-                             GemmShape{4096, 12, 4096, N, N}, GemmShape{12, 4096, 4096, N, N},
-                             GemmShape{4096, 16, 4096, N, N}, GemmShape{16, 4096, 4096, N, N}})
-    for (bool ta : {N, T})
-      for (bool tb : {N, T}) grid.push_back({{s.m, s.n, s.k, ta, tb}, "skinny"});
-  // The same widths, either side, every op, at a long side and k away from 4096 x 4096, where the
-  // presets stage's skinny shapes ran lowest (seeds 20262942 and 47 on an H100 at 1fc5486: one
-  // column, a long side of 12000 to 16000 and k of 450 to 580 at 0.59 to 0.63 x cuBLAS; others
-  // with k under 300, or both near 1500): the nearest of one 4096 x 4096 shape per width was
-  // their only answer.
+  // 16 where 12's answered 13 to 16 with the FMA kernel after f32's 3xTF32 one came), at a long
+  // side and k of 4096; and since 90bd0b1 at three points away from it, where the presets stage's
+  // skinny shapes ran lowest (seeds 20262942 and 47 on an H100 at 1fc5486: one column, a long side
+  // of 12000 to 16000 and k of 450 to 580 at 0.59 to 0.63 x cuBLAS; others with k under 300, or
+  // both near 1500): the nearest of one 4096 x 4096 shape per width was their only answer.
   for (const auto& [length, k] :
-       {std::pair<std::int64_t, std::int64_t>{16384, 448}, {4096, 288}, {1536, 1536}})
-    for (const std::int64_t width : {1, 4, 8, 12, 16})
+       {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {16384, 448}, {4096, 288}, {1536, 1536}})
+    for (const std::int64_t width : {1, 8, 4, 12, 16})
       for (const bool short_m : {false, true})
         for (bool ta : {N, T})
           for (bool tb : {N, T})
