@@ -300,7 +300,9 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
       ->check(
           CLI::IsMember({"auto", "exhaustive", "random", "evolve", "anneal", "genetic", "model"}))
       ->capture_default_str();
-  app->add_option("--seed", t.seed, "seed of the strategy and of the random inputs")
+  app->add_option("--seed", t.seed,
+                  "seed of the strategy and of the random inputs (one set for every candidate of "
+                  "the run, so that a GEMM reference is made once)")
       ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()))
       ->capture_default_str();
   app->add_option("--max-evals", t.max_evals, "evaluations at most in this run (0: no limit)")

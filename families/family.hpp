@@ -35,7 +35,10 @@ struct Param {
 class Workload {
  public:
   virtual ~Workload() = default;
-  // Fresh random inputs (never zeros) and outputs poisoned (NaN / 0xFF), seeded.
+  // Fresh random inputs (never zeros) and outputs poisoned (NaN / 0xFF), seeded: the same seed
+  // gives the same inputs. The tuner prepares every candidate of a run from one seed, so a
+  // workload may keep the reference it verifies against for them (the GEMM workloads do:
+  // KeptReference in families/gemm/gemm.hpp), filling the inputs again every time.
   virtual void prepare(std::uint64_t seed, CUstream stream) = 0;
   // Runs the candidate once on the prepared buffers.
   virtual void run(const Kernel& kernel, const Config& config, CUstream stream) = 0;

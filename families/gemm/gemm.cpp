@@ -940,6 +940,7 @@ class GemmWorkload final : public Workload {
       s = s * 6364136223846793005ull + 1442695040888963407ull;
     }
     check(driver().cuMemsetD8Async(c_.get(), 0xFF, c_.size(), stream), "cuMemsetD8Async");
+    reference_made_.prepared(seed);
   }
 
   void run(const Kernel& kernel, const Config& config, CUstream stream) override {
@@ -947,26 +948,42 @@ class GemmWorkload final : public Workload {
   }
 
   std::string verify(CUstream stream) override {
+    return reference_made_.verify([&] { make_reference(stream); }, [&] { return compare(stream); });
+  }
+
+  double work() const override { return 2.0 * call_.m * call_.n * call_.k; }
+  std::size_t bytes() const override {
+    return a_.size() + b_.size() + c_.size() + ref_.size() + absref_.size();
+  }
+  const GemmCall& call() const { return call_; }
+  std::size_t references() const { return reference_made_.made(); }
+
+ private:
+  // ref and absref: each element of C and the sum of its terms' magnitudes, in double.
+  void make_reference(CUstream stream) {
     const unsigned gx = static_cast<unsigned>((call_.m + 63) / 64),
                    gy = static_cast<unsigned>((call_.n + 63) / 64);
-    CUdeviceptr null_c0 = 0, ref = ref_.get(), absref = absref_.get(), result = result_.get();
+    CUdeviceptr null_c0 = 0, ref = ref_.get(), absref = absref_.get();
     // Split, the k ranges add into ref and absref.
     if (split_.splits > 1) {
       check(driver().cuMemsetD8Async(ref, 0, ref_.size(), stream), "cuMemsetD8Async");
       check(driver().cuMemsetD8Async(absref, 0, absref_.size(), stream), "cuMemsetD8Async");
     }
-    {
-      CUdeviceptr a = reinterpret_cast<CUdeviceptr>(call_.a),
-                  b = reinterpret_cast<CUdeviceptr>(call_.b);
-      long long lda = call_.lda, ldb = call_.ldb, ldc = call_.ldc;
-      int m = static_cast<int>(call_.m), n = static_cast<int>(call_.n),
-          k = static_cast<int>(call_.k), k_per_split = split_.k_per_split;
-      double alpha = call_.alpha, beta = call_.beta;
-      void* params[] = {&a,           &lda,   &b,    &ldb,     &m,   &n,   &k,
-                        &k_per_split, &alpha, &beta, &null_c0, &ldc, &ref, &absref};
-      reference_->launch(0, gx, gy, static_cast<unsigned>(split_.splits), 256, 1, 1, 0, stream,
-                         params);
-    }
+    CUdeviceptr a = reinterpret_cast<CUdeviceptr>(call_.a),
+                b = reinterpret_cast<CUdeviceptr>(call_.b);
+    long long lda = call_.lda, ldb = call_.ldb, ldc = call_.ldc;
+    int m = static_cast<int>(call_.m), n = static_cast<int>(call_.n), k = static_cast<int>(call_.k),
+        k_per_split = split_.k_per_split;
+    double alpha = call_.alpha, beta = call_.beta;
+    void* params[] = {&a,           &lda,   &b,    &ldb,     &m,   &n,   &k,
+                      &k_per_split, &alpha, &beta, &null_c0, &ldc, &ref, &absref};
+    reference_->launch(0, gx, gy, static_cast<unsigned>(split_.splits), 256, 1, 1, 0, stream,
+                       params);
+  }
+
+  // C against the reference: "" or what is wrong.
+  std::string compare(CUstream stream) {
+    CUdeviceptr ref = ref_.get(), absref = absref_.get(), result = result_.get();
     gemm_clear_verdict(result, stream);
     // Rounding of a length-k sum with random signs grows like sqrt(k); 16 eps sqrt(k) times the
     // sum of magnitudes stays far below one misplaced product (|a||b| ~ 1/4 of it per term).
@@ -982,13 +999,6 @@ class GemmWorkload final : public Workload {
     return gemm_read_verdict(result, call_.ldc, call_.m, stream);
   }
 
-  double work() const override { return 2.0 * call_.m * call_.n * call_.k; }
-  std::size_t bytes() const override {
-    return a_.size() + b_.size() + c_.size() + ref_.size() + absref_.size();
-  }
-  const GemmCall& call() const { return call_; }
-
- private:
   const Device& device_;
   GemmLauncher launch_;
   GemmCall call_;
@@ -996,6 +1006,7 @@ class GemmWorkload final : public Workload {
   std::shared_ptr<const Kernel> helpers_;    // fill_random, gemm_compare (gemm.cuh)
   std::shared_ptr<const Kernel> reference_;  // gemm_reference_split (gemm_reference.cuh)
   GemmReferenceSplit split_;
+  KeptReference reference_made_;
 };
 
 std::unique_ptr<Workload> GemmFamily::make_workload(const Problem& p, const Device& device,
@@ -1061,6 +1072,12 @@ GemmCall gemm_workload_call(const Workload& workload) {
   const auto* w = dynamic_cast<const GemmWorkload*>(&workload);
   if (!w) throw Error(ErrorCode::kInternal, "gemm_workload_call: not a gemm workload");
   return w->call();
+}
+
+std::size_t gemm_workload_references(const Workload& workload) {
+  const auto* w = dynamic_cast<const GemmWorkload*>(&workload);
+  if (!w) throw Error(ErrorCode::kInternal, "gemm_workload_references: not a gemm workload");
+  return w->references();
 }
 
 void validate_gemm_args(const char* function, bool row_major, bool trans_a, bool trans_b,

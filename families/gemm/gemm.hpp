@@ -154,4 +154,48 @@ std::string gemm_read_verdict(CUdeviceptr result, std::int64_t ldc, std::int64_t
 // implementations on the same data; throws Error(kInternal) for another family's workload.
 GemmCall gemm_workload_call(const Workload& workload);
 
+// A GEMM workload's reference, kept for the inputs it was made from. The tuner prepares every
+// candidate of a run from one seed, so the reference (a double-accumulation GEMM of the whole
+// problem: on 16258 x 13353 x 8352, as long as several of a candidate's timed runs) is made once
+// per run instead of once per candidate. prepare() fills A and B again every time (the same seed,
+// the same values: whatever a candidate wrote into them is undone) and calls prepared(seed);
+// verify() calls verify(). Where a kept reference says a candidate is wrong, it is made again and
+// the candidate compared again: a candidate's stray writes past its own buffers may have reached
+// the reference, and a right candidate after it must not be recorded wrong.
+class KeptReference {
+ public:
+  void prepared(std::uint64_t seed) { inputs_ = seed, have_inputs_ = true; }
+  // `make()` makes the reference of the prepared inputs; `compare()` returns "" where C matches
+  // it, else what is wrong.
+  template <typename Make, typename Compare>
+  std::string verify(Make&& make, Compare&& compare) {
+    const bool kept = have_inputs_ && made_ && made_for_ == inputs_;
+    if (!kept) remake(make);
+    std::string wrong = compare();
+    if (!wrong.empty() && kept) {
+      remake(make);
+      wrong = compare();
+    }
+    return wrong;
+  }
+  // How many times the reference was made (tests).
+  std::size_t made() const { return made_count_; }
+
+ private:
+  template <typename Make>
+  void remake(Make& make) {
+    made_ = false;  // until make() returns: one that throws leaves nothing kept
+    make();
+    ++made_count_;
+    made_ = have_inputs_, made_for_ = inputs_;
+  }
+  std::uint64_t inputs_ = 0, made_for_ = 0;
+  bool have_inputs_ = false, made_ = false;
+  std::size_t made_count_ = 0;
+};
+
+// How many times a gemm or gemm_skinny workload made its reference (KeptReference::made); throws
+// Error(kInternal) for another family's workload.
+std::size_t gemm_workload_references(const Workload& workload);
+
 }  // namespace ktune

@@ -873,26 +873,45 @@ class TcWorkload final : public Workload {
       s = s * 6364136223846793005ull + 1442695040888963407ull;
     }
     check(driver().cuMemsetD8Async(c_.get(), 0xFF, c_.size(), stream), "cuMemsetD8Async");
+    reference_made_.prepared(seed);
   }
 
   void run(const Kernel& kernel, const Config& config, CUstream stream) override {
     family_.launch(kernel, config, call_, stream);
   }
 
+  // Against the reference of this prepare()'s seed, made once for it (KeptReference).
   std::string verify(CUstream stream) override {
+    return reference_made_.verify([&] { make_reference(stream); }, [&] { return compare(stream); });
+  }
+
+  double work() const override { return 2.0 * call_.m * call_.n * call_.k * call_.batch; }
+  std::size_t bytes() const override {
+    return a_.size() + b_.size() + c_.size() + ref_.size() + absref_.size();
+  }
+  const TcCall& call() const { return call_; }
+  void scale_tolerance(double scale) { tolerance_scale_ = scale; }
+  std::size_t references() const { return reference_made_.made(); }
+
+ private:
+  // The reference of the prepared inputs: X = op(B)^T from B (ldb), Y = op(A) from A (lda), each
+  // k-major or MN-major as the kernel reads them.
+  void make_reference(CUstream stream) {
+    const View v = view_of(call_.m, call_.n, call_.k);
+    CUdeviceptr ref = ref_.get(), absref = absref_.get();
+    CUdeviceptr x = b_.get(), y = a_.get();
+    long long ldx = call_.ldb, ldy = call_.lda, sx = call_.stride_b, sy = call_.stride_a;
+    int m = static_cast<int>(v.m), n = static_cast<int>(v.n), k = static_cast<int>(v.k);
+    void* params[] = {&x, &ldx, &sx, &y, &ldy, &sy, &m, &n, &k, &ref, &absref};
+    helpers_->launch(1, static_cast<unsigned>((v.n + 63) / 64),
+                     static_cast<unsigned>((v.m + 63) / 64), static_cast<unsigned>(call_.batch), 16,
+                     16, 1, 0, stream, params);
+  }
+
+  // D against the reference: "" or what is wrong.
+  std::string compare(CUstream stream) {
     const View v = view_of(call_.m, call_.n, call_.k);
     CUdeviceptr ref = ref_.get(), absref = absref_.get(), result = result_.get();
-    {
-      // The reference of this prepare()'s inputs: X = op(B)^T from B (ldb), Y = op(A) from A
-      // (lda), each k-major or MN-major as the kernel reads them.
-      CUdeviceptr x = b_.get(), y = a_.get();
-      long long ldx = call_.ldb, ldy = call_.lda, sx = call_.stride_b, sy = call_.stride_a;
-      int m = static_cast<int>(v.m), n = static_cast<int>(v.n), k = static_cast<int>(v.k);
-      void* params[] = {&x, &ldx, &sx, &y, &ldy, &sy, &m, &n, &k, &ref, &absref};
-      helpers_->launch(1, static_cast<unsigned>((v.n + 63) / 64),
-                       static_cast<unsigned>((v.m + 63) / 64), static_cast<unsigned>(call_.batch),
-                       16, 16, 1, 0, stream, params);
-    }
     gemm_clear_verdict(result, stream);
     // The inputs hold what is multiplied (tc_fill rounds them to tf32): no input term.
     const TcTolerance tol = gemm_tc_tolerance(call_.dtype, call_.out, call_.k);
@@ -907,20 +926,13 @@ class TcWorkload final : public Workload {
     return gemm_read_verdict(result, call_.ldc, call_.m, stream);
   }
 
-  double work() const override { return 2.0 * call_.m * call_.n * call_.k * call_.batch; }
-  std::size_t bytes() const override {
-    return a_.size() + b_.size() + c_.size() + ref_.size() + absref_.size();
-  }
-  const TcCall& call() const { return call_; }
-  void scale_tolerance(double scale) { tolerance_scale_ = scale; }
-
- private:
   double tolerance_scale_ = 1.0;
   const TcFamilyBase& family_;
   const Device& device_;
   TcCall call_;
   detail::DeviceBuffer a_, b_, c_, ref_, absref_, result_;
   std::shared_ptr<const Kernel> helpers_;
+  KeptReference reference_made_;
 };
 
 std::unique_ptr<Workload> TcFamilyBase::make_workload(const Problem& p, const Device& device,
@@ -1423,6 +1435,12 @@ TcCall gemm_tc_workload_call(const Workload& workload) {
   const auto* w = dynamic_cast<const TcWorkload*>(&workload);
   if (!w) throw Error(ErrorCode::kInternal, "gemm_tc_workload_call: not a gemm_tc workload");
   return w->call();
+}
+
+std::size_t gemm_tc_workload_references(const Workload& workload) {
+  const auto* w = dynamic_cast<const TcWorkload*>(&workload);
+  if (!w) throw Error(ErrorCode::kInternal, "gemm_tc_workload_references: not a gemm_tc workload");
+  return w->references();
 }
 
 void gemm_tc_workload_scale_tolerance(Workload& workload, double scale) {

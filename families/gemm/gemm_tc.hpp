@@ -126,5 +126,8 @@ TcCall gemm_tc_workload_call(const Workload& workload);
 // its anchor, cuBLASLt, against a wider bound than ktune's kernels (docs/GEMM_TC.md,
 // "Verification"). Throws Error(kInternal) for another family's workload or a scale below 1.
 void gemm_tc_workload_scale_tolerance(Workload& workload, double scale);
+// How many times a gemm_tc or gemm_tc_skinny workload made its reference (KeptReference in
+// gemm.hpp); throws Error(kInternal) for another family's workload.
+std::size_t gemm_tc_workload_references(const Workload& workload);
 
 }  // namespace ktune

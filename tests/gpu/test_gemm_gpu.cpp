@@ -516,8 +516,19 @@ TEST_F(GemmGpu, HugeKShapesVerifyThroughTheSplitReference) {
       workload->run(*kernel, config, stream.get());
       stream.synchronize();
       EXPECT_EQ(workload->verify(stream.get()), "");
-      // The reference again on the same output: its splits add into zeroed sums every time.
+      // The same seed with C left poisoned: the kept reference says wrong, so it is made again
+      // (KeptReference) and still says wrong; made again, its splits add into zeroed sums, so a
+      // correct C then passes against it.
+      const std::size_t made = gemm_workload_references(*workload);
+      workload->prepare(7, stream.get());
+      stream.synchronize();
+      EXPECT_NE(workload->verify(stream.get()), "");
+      EXPECT_EQ(gemm_workload_references(*workload), made + 1);
+      workload->prepare(7, stream.get());
+      workload->run(*kernel, config, stream.get());
+      stream.synchronize();
       EXPECT_EQ(workload->verify(stream.get()), "");
+      EXPECT_EQ(gemm_workload_references(*workload), made + 1);
       workload->prepare(8, stream.get());  // C poisoned, the kernel not run
       stream.synchronize();
       EXPECT_NE(workload->verify(stream.get()), "");
@@ -546,6 +557,65 @@ TEST_F(GemmGpu, HugeKShapesVerifyThroughTheSplitReference) {
   const TuneSummary s = tune(db, device, family, problem, random_sample(12, 2, 0));
   EXPECT_GT(s.ok, 0u);
   for (const auto& r : db.results({})) EXPECT_NE(r.status, "wrong_result") << r.config;
+}
+
+// A workload makes its reference once for the inputs of one seed (the tuner prepares every
+// candidate of a run from one), and again where that reference says a candidate is wrong: inputs
+// a candidate overwrote (here by hand, as a stray write would) do not fail the right candidates
+// after it. gemm and gemm_skinny, both dtypes.
+TEST_F(GemmGpu, AReferenceIsMadeOncePerSeedAndAgainWhereItSaysWrong) {
+  KTUNE_REQUIRE_GPU();
+  Device& device = ktune_held_device;
+  KernelCache cache(device, nullptr);
+  detail::Stream stream;
+  for (const char* dtype : {"f32", "f64"})
+    for (const char* family_name : {"gemm", "gemm_skinny"}) {
+      const Family& family = find_family(family_name);
+      const bool skinny = std::string(family_name) == "gemm_skinny";
+      const Problem problem = skinny ? gemm_skinny_problem(dtype, true, false, 7, 3001, 517, 1)
+                                     : gemm_problem(dtype, false, true, 301, 203, 517, 1);
+      SCOPED_TRACE(problem.key());
+      auto workload = family.make_workload(problem, device, cache);
+      const Config config = family.default_config(problem, device.limits());
+      auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
+      auto run_and_verify = [&](std::uint64_t seed) {
+        workload->prepare(seed, stream.get());
+        workload->run(*kernel, config, stream.get());
+        stream.synchronize();
+        return workload->verify(stream.get());
+      };
+      EXPECT_EQ(run_and_verify(7), "");
+      EXPECT_EQ(gemm_workload_references(*workload), 1u);
+      EXPECT_EQ(run_and_verify(7), "");
+      EXPECT_EQ(gemm_workload_references(*workload), 1u);  // kept
+      // Not run: C keeps its poison. Wrong against the kept reference, made again, still wrong.
+      workload->prepare(7, stream.get());
+      stream.synchronize();
+      EXPECT_NE(workload->verify(stream.get()), "");
+      EXPECT_EQ(gemm_workload_references(*workload), 2u);
+      // A overwritten after prepare(): the kernel's C is right for what A now holds, not for the
+      // kept reference; made again from what A holds, the candidate passes.
+      const GemmCall call = gemm_workload_call(*workload);
+      const std::int64_t a_elements = call.lda * (call.trans_a ? call.m : call.k);
+      workload->prepare(7, stream.get());
+      detail::check(detail::driver().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(call.a), 0x3F,
+                                                     a_elements * call.element_bytes, stream.get()),
+                    "cuMemsetD8Async");
+      workload->run(*kernel, config, stream.get());
+      stream.synchronize();
+      EXPECT_EQ(workload->verify(stream.get()), "");
+      EXPECT_EQ(gemm_workload_references(*workload), 3u);
+      // prepare() fills A again from the seed: the reference kept is of the overwritten A, so it
+      // is made again, and the right C passes.
+      EXPECT_EQ(run_and_verify(7), "");
+      EXPECT_EQ(gemm_workload_references(*workload), 4u);
+      // Another seed: other inputs, a reference of their own.
+      EXPECT_EQ(run_and_verify(8), "");
+      EXPECT_EQ(gemm_workload_references(*workload), 5u);
+      workload->prepare(8, stream.get());
+      stream.synchronize();
+      EXPECT_NE(workload->verify(stream.get()), "");
+    }
 }
 
 TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {

@@ -505,8 +505,18 @@ TEST(GemmTc80Gpu, TheTunersWorkloadVerifiesItsCandidates) {
     workload->prepare(++seed, nullptr);
     workload->run(*kernel, config, nullptr);
     EXPECT_EQ(workload->verify(nullptr), "") << p.key();
+    // The same seed again: the reference is kept (KeptReference, gemm.hpp).
+    workload->prepare(seed, nullptr);
+    workload->run(*kernel, config, nullptr);
+    EXPECT_EQ(workload->verify(nullptr), "") << p.key();
+    EXPECT_EQ(gemm_tc_workload_references(*workload), 1u) << p.key();
+    // Not run on the same seed: wrong against the kept reference, made again, still wrong.
+    workload->prepare(seed, nullptr);
+    EXPECT_NE(workload->verify(nullptr), "") << p.key();
+    EXPECT_EQ(gemm_tc_workload_references(*workload), 2u) << p.key();
     workload->prepare(++seed, nullptr);  // not run: every element of C is wrong
     EXPECT_NE(workload->verify(nullptr), "") << p.key();
+    EXPECT_EQ(gemm_tc_workload_references(*workload), 3u) << p.key();
   }
 }
 

@@ -646,5 +646,57 @@ TEST(GemmReference, CompilesForEveryTypeOpAndArchitectureAndStaysOutOfTheTemplat
   for (const auto& [name, text] : r.headers) EXPECT_NE(name, "gemm_reference.cuh");
 }
 
+// The GEMM workloads' kept reference (gemm.hpp), driven here by a reference and a comparison of
+// plain values standing in for the device buffers (on a GPU:
+// GemmGpu.AReferenceIsMadeOncePerSeedAndAgainWhereItSaysWrong):
+// made once per seed, made again where it says wrong, never kept from a make() that threw.
+TEST(KeptReference, MadeOncePerSeedAndAgainWhereItSaysWrong) {
+  KeptReference kept;
+  int inputs = 0;      // what prepare() filled A and B with (the seed's values)
+  int reference = -1;  // what the reference was made from
+  int result = 0;      // what the candidate wrote to C
+  auto make = [&] { reference = inputs; };
+  auto compare = [&] { return result == reference ? std::string() : std::string("wrong"); };
+  auto prepare = [&](std::uint64_t seed) {
+    inputs = static_cast<int>(seed) * 10;
+    result = -7;  // C poisoned
+    kept.prepared(seed);
+  };
+  prepare(1);
+  result = inputs;  // a right candidate
+  EXPECT_EQ(kept.verify(make, compare), "");
+  EXPECT_EQ(kept.made(), 1u);
+  prepare(1);
+  result = inputs;
+  EXPECT_EQ(kept.verify(make, compare), "");
+  EXPECT_EQ(kept.made(), 1u);  // kept
+  prepare(1);                  // not run: wrong, made again, still wrong
+  EXPECT_EQ(kept.verify(make, compare), "wrong");
+  EXPECT_EQ(kept.made(), 2u);
+  // The kept reference overwritten (a candidate's stray write): a right candidate passes.
+  prepare(1);
+  reference = 12345;
+  result = inputs;
+  EXPECT_EQ(kept.verify(make, compare), "");
+  EXPECT_EQ(kept.made(), 3u);
+  // Another seed: made for it.
+  prepare(2);
+  result = inputs;
+  EXPECT_EQ(kept.verify(make, compare), "");
+  EXPECT_EQ(kept.made(), 4u);
+  // A make() that throws keeps nothing: the next verify makes it.
+  prepare(3);
+  result = inputs;
+  EXPECT_THROW(kept.verify([] { throw Error(ErrorCode::kCuda, "launch"); }, compare), Error);
+  EXPECT_EQ(kept.verify(make, compare), "");
+  EXPECT_EQ(kept.made(), 5u);
+  // Nothing prepared yet: never taken as kept.
+  KeptReference fresh;
+  reference = inputs = 99, result = 99;
+  EXPECT_EQ(fresh.verify(make, compare), "");
+  EXPECT_EQ(fresh.verify(make, compare), "");
+  EXPECT_EQ(fresh.made(), 2u);
+}
+
 }  // namespace
 }  // namespace ktune
