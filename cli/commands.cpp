@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -507,11 +508,44 @@ int cmd_query(const Common& common, const std::string& family, const std::string
   return kExitOk;
 }
 
-int cmd_check(const std::string& arch, const std::string& family_name, unsigned jobs, bool verbose,
-              bool exhaustive, bool quiet) {
+namespace {
+
+// --sample's draw from a check problem's kernel names (in their order): `always` (those of the
+// default configuration and the references) where `names` has them, then others drawn without
+// replacement up to `most` in all, by a generator seeded from `seed` and the problem's text (a
+// stable hash: the same draw on every build and library). In the names' order.
+std::vector<std::string> check_sample(const std::vector<std::string>& names, std::size_t most,
+                                      std::uint64_t seed, const std::string& problem,
+                                      const std::vector<std::string>& default_names,
+                                      const std::vector<std::string>& references) {
+  std::set<std::string> kept;
+  for (const auto* group : {&default_names, &references})
+    for (const auto& n : *group)
+      if (std::binary_search(names.begin(), names.end(), n)) kept.insert(n);
+  std::vector<std::string> rest;
+  for (const auto& n : names)
+    if (!kept.count(n)) rest.push_back(n);
+  std::uint64_t state = seed;
+  for (const char ch : problem) state = (state ^ static_cast<unsigned char>(ch)) * 0x100000001b3ULL;
+  std::mt19937_64 rng(state);
+  // A partial Fisher-Yates shuffle (std::shuffle's and std::sample's draws differ between
+  // standard libraries; this one is the same everywhere).
+  const std::size_t want = most > kept.size() ? std::min(most - kept.size(), rest.size()) : 0;
+  for (std::size_t i = 0; i < want; ++i) {
+    const std::size_t j = i + static_cast<std::size_t>(rng() % (rest.size() - i));
+    std::swap(rest[i], rest[j]);
+    kept.insert(rest[i]);
+  }
+  return {kept.begin(), kept.end()};
+}
+
+}  // namespace
+
+int cmd_check(const CheckArgs& args, bool quiet) {
+  const std::string& arch = args.arch;
   const DeviceLimits limits = limits_for_arch_option(arch, "--arch");
   auto t0 = std::chrono::steady_clock::now();
-  ThreadPool pool(jobs);
+  ThreadPool pool(args.jobs);
   ProgressLine progress(!quiet);
   Table summary({"family", "problem", "configs", "kernels", "failed", "spilling", "max regs",
                  "usable configs"});
@@ -520,7 +554,8 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
   constexpr std::size_t kBatch = 24;  // name expressions per NVRTC program
 
   const std::vector<const Family*> families =
-      family_name.empty() ? all_families() : std::vector<const Family*>{&find_family(family_name)};
+      args.family.empty() ? all_families() : std::vector<const Family*>{&find_family(args.family)};
+  std::size_t sampled_problems = 0;
   for (const Family* family : families) {
     // A family whose instructions this architecture lacks: nothing to compile, nothing wrong.
     if (const std::string why = family->unsupported(limits); !why.empty()) {
@@ -531,7 +566,7 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
       SearchSpace space(*family, problem, limits);
       std::map<std::string, std::vector<const Config*>> by_name;
       const std::vector<Config> configs =
-          exhaustive ? space.configs() : family->check_configs(space.configs());
+          args.exhaustive ? space.configs() : family->check_configs(space.configs());
       for (const auto& c : configs)
         for (const auto& n : family->name_expressions(c, problem)) by_name[n].push_back(&c);
       // The default configuration serves every problem: the lookup chain's last step.
@@ -547,6 +582,11 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
       for (const auto& n : references) by_name[n];
       std::vector<std::string> names;
       for (const auto& [n, _] : by_name) names.push_back(n);
+      if (args.sample > 0 && names.size() > args.sample) {
+        names = check_sample(names, args.sample, args.seed, family->name() + " " + problem.key(),
+                             family->name_expressions(fallback, problem), references);
+        ++sampled_problems;
+      }
 
       struct Outcome {
         std::optional<FunctionResources> res;
@@ -579,17 +619,20 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
         }
         return out;
       };
+      // Every thread busy where the problem has fewer than kBatch kernels a thread (a sample).
+      const std::size_t batch = std::clamp<std::size_t>(
+          (names.size() + pool.size() - 1) / std::max(1u, pool.size()), 1, kBatch);
       std::vector<std::future<std::map<std::string, Outcome>>> futures;
-      for (std::size_t i = 0; i < names.size(); i += kBatch)
+      for (std::size_t i = 0; i < names.size(); i += batch)
         futures.push_back(pool.submit([&, i] {
           return compile_batch(std::vector<std::string>(
-              names.begin() + i, names.begin() + std::min(names.size(), i + kBatch)));
+              names.begin() + i, names.begin() + std::min(names.size(), i + batch)));
         }));
       std::map<std::string, Outcome> outcomes;
       std::size_t done = 0;
       for (auto& f : futures) {
         outcomes.merge(f.get());
-        done = std::min(names.size(), done + kBatch);
+        done = std::min(names.size(), done + batch);
         progress.update(
             "ktune check: " + family->name() + " " + problem.key() + ": " + std::to_string(done) +
             "/" + std::to_string(names.size()) + " kernels compiled, " +
@@ -623,11 +666,15 @@ int cmd_check(const std::string& arch, const std::string& family_name, unsigned 
     }
   }
   progress.finish();
-  if (verbose) {
+  if (args.verbose) {
     detail.print(std::cout);
     std::cout << "\n";
   }
   summary.print(std::cout);
+  if (args.sample > 0)
+    std::cout << "\nsampled: at most " << args.sample << " kernels of each problem (--sample "
+              << args.sample << " --seed " << args.seed << "), " << sampled_problems
+              << " problem(s) with more; without --sample every one is compiled\n";
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "\ncompiled for " << arch << " with NVRTC " << nvrtc_version() << " in "
             << fixed(seconds, 1) << " s: " << (any_failed ? "FAILED" : "all kernels compile")

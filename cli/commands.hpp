@@ -113,8 +113,18 @@ int cmd_devices(const Common& common);
 int cmd_tune(const Common& common, const ProblemArgs& problem, const TuneArgs& tune);
 int cmd_query(const Common& common, const std::string& family, const std::string& problem, bool all,
               bool json);
-int cmd_check(const std::string& arch, const std::string& family, unsigned jobs, bool verbose,
-              bool exhaustive, bool quiet = false);
+// ktune check's options.
+struct CheckArgs {
+  std::string arch = "sm_90";
+  std::string family;  // empty: every family
+  unsigned jobs = 0;
+  bool verbose = false;
+  bool exhaustive = false;
+  // At most this many kernels of each check problem, drawn by `seed` (0: all of them).
+  std::size_t sample = 0;
+  std::uint64_t seed = 1;
+};
+int cmd_check(const CheckArgs& args, bool quiet = false);
 // Without `gpu` and `arch`: the Runtime on --device answers. With either: the lookup chain for a
 // GPU the database knows by name, or for an architecture, without a GPU. `strict_fp32`: as a
 // runtime with Options::strict_fp32 answers.

@@ -489,9 +489,7 @@ int main(int argc, char** argv) {
   query->add_flag("--json", query_json, "print JSON instead of a table");
   query->footer(kExitCodes);
 
-  std::string check_arch = "sm_90", check_family;
-  unsigned check_jobs = 0;
-  bool check_verbose = false;
+  CheckArgs check_args;
   std::string params_family;
   auto* params = app.add_subcommand(
       "params", "list a family's tuning parameters, constraints and problem axes");
@@ -502,19 +500,33 @@ int main(int argc, char** argv) {
       app.add_subcommand("check",
                          "compile every variant of every family for an architecture with NVRTC "
                          "(no GPU needed); report registers and spills; exit 1 on any failure");
-  check->add_option("--arch", check_arch, "target architecture, e.g. sm_90 (one NVRTC supports)")
+  check
+      ->add_option("--arch", check_args.arch,
+                   "target architecture, e.g. sm_90 (one NVRTC supports)")
       ->capture_default_str();
-  check->add_option("--family", check_family, "only this family");
-  check->add_option("--jobs", check_jobs, "compile threads (0: one per core)")
+  check->add_option("--family", check_args.family, "only this family");
+  check->add_option("--jobs", check_args.jobs, "compile threads (0: one per core)")
       ->check(integer_in(0, 1024))
       ->capture_default_str();
-  check->add_flag("--verbose,-v", check_verbose, "one line per kernel");
+  check->add_flag("--verbose,-v", check_args.verbose, "one line per kernel");
   add_family_file_option(check);
   check->add_flag("--quiet,-q", common.quiet, "no progress lines on stderr");
-  bool check_exhaustive = false;
-  check->add_flag("--exhaustive", check_exhaustive,
-                  "compile the whole space; by default a family with a large space (gemm) "
-                  "compiles every tile shape and every code path, not every combination");
+  auto* check_exhaustive =
+      check->add_flag("--exhaustive", check_args.exhaustive,
+                      "compile the whole space; by default a family with a large space (gemm) "
+                      "compiles every tile shape and every code path, not every combination");
+  check
+      ->add_option("--sample", check_args.sample,
+                   "a quick check: at most N kernels of each problem, drawn at random by --seed "
+                   "(the default configuration's and the reference kernels always among them); "
+                   "0 compiles them all (the whole check of every family takes about 15 minutes "
+                   "on 2 cores)")
+      ->check(integer_in(0, 1'000'000'000))
+      ->excludes(check_exhaustive)
+      ->capture_default_str();
+  check->add_option("--seed", check_args.seed, "seed of --sample's draw")
+      ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()))
+      ->capture_default_str();
 
   std::int64_t report_run = 0;
   std::string report_output;
@@ -916,8 +928,7 @@ int main(int argc, char** argv) {
     } else if (params->parsed()) {
       code = cmd_params(params_family);
     } else if (check->parsed()) {
-      code = cmd_check(check_arch, check_family, check_jobs, check_verbose, check_exhaustive,
-                       common.quiet);
+      code = cmd_check(check_args, common.quiet);
     } else if (explain->parsed()) {
       code = cmd_explain(common, explain_family, explain_problem, explain_gpu, explain_arch,
                          explain_strict);
