@@ -34,6 +34,10 @@ struct GemmCall {
   std::int64_t ldb = 1;
   void* c = nullptr;
   std::int64_t ldc = 1;
+  // The split-K partial sums' scratch filled with 0xFF (NaN) before the kernel: a workload's
+  // verifying run, so that a candidate that leaves some of its partial sums unwritten reads NaN
+  // there, not what the candidate before it wrote for the same inputs. Never in the runtime.
+  bool poison_scratch = false;
 };
 
 // BLAS-style argument check (like XERBLA / CUBLAS_STATUS_INVALID_VALUE): throws

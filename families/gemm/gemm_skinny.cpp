@@ -227,9 +227,12 @@ void gemm_skinny_launch(const Kernel& kernel, const Config& config, const Device
                                          call.lda, call.ldb, call.ldc);
   const skinny::KParts parts = skinny::k_parts(s.k, get(config, "SPLITK"), 4);
   CUdeviceptr workspace = 0;
-  if (parts.splits > 1)
-    workspace = detail::scratch_alloc(
-        static_cast<std::size_t>(parts.splits * s.m * s.n) * call.element_bytes, stream);
+  if (parts.splits > 1) {
+    const auto size = static_cast<std::size_t>(parts.splits * s.m * s.n) * call.element_bytes;
+    workspace = detail::scratch_alloc(size, stream);
+    if (call.poison_scratch)
+      check(driver().cuMemsetD8Async(workspace, 0xFF, size, stream), "cuMemsetD8Async (scratch)");
+  }
   auto go = [&](auto args) { skinny::launch(kernel, config, s, parts, &args, stream); };
   const void* x = s.swapped ? call.b : call.a;
   const void* y = s.swapped ? call.a : call.b;

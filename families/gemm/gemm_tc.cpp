@@ -23,6 +23,14 @@ using detail::driver;
 
 namespace {
 
+// A split's scratch filled with 0xFF (NaN) for a verifying run (TcCall::poison_scratch); freed
+// where that fails.
+void poison(CUdeviceptr scratch, std::size_t bytes, CUstream stream) {
+  const CUresult r = driver().cuMemsetD8Async(scratch, 0xFF, bytes, stream);
+  if (r != CUDA_SUCCESS) detail::scratch_free(scratch, stream);
+  check(r, "cuMemsetD8Async (scratch)");
+}
+
 constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
 constexpr int kRowBytes = 128;              // bytes of k per stage row: one 128-byte swizzle row
 constexpr int kAlignBytes = 16;             // what the TMA needs of operands and leading dimensions
@@ -874,10 +882,16 @@ class TcWorkload final : public Workload {
     }
     check(driver().cuMemsetD8Async(c_.get(), 0xFF, c_.size(), stream), "cuMemsetD8Async");
     reference_made_.prepared(seed);
+    verifying_run_ = true;
   }
 
+  // The first run after prepare() is the one verify() checks: its split scratch is poisoned
+  // (TcCall::poison_scratch); the timed runs after it are not slowed by that.
   void run(const Kernel& kernel, const Config& config, CUstream stream) override {
-    family_.launch(kernel, config, call_, stream);
+    TcCall call = call_;
+    call.poison_scratch = verifying_run_;
+    verifying_run_ = false;
+    family_.launch(kernel, config, call, stream);
   }
 
   // Against the reference of this prepare()'s seed, made once for it (KeptReference).
@@ -933,6 +947,7 @@ class TcWorkload final : public Workload {
   detail::DeviceBuffer a_, b_, c_, ref_, absref_, result_;
   std::shared_ptr<const Kernel> helpers_;
   KeptReference reference_made_;
+  bool verifying_run_ = false;
 };
 
 std::unique_ptr<Workload> TcFamilyBase::make_workload(const Problem& p, const Device& device,
@@ -1121,9 +1136,11 @@ class GemmTcSkinnyFamily final : public TcFamilyBase {
     const skinny::KParts parts =
         skinny::k_parts(s.k, get(config, "SPLITK"), skinny_types(call.dtype).k_quantum);
     CUdeviceptr workspace = 0;
-    if (parts.splits > 1)
-      workspace = detail::scratch_alloc(
-          static_cast<std::size_t>(parts.splits * s.m * s.n) * sizeof(float), stream);
+    if (parts.splits > 1) {
+      const auto size = static_cast<std::size_t>(parts.splits * s.m * s.n) * sizeof(float);
+      workspace = detail::scratch_alloc(size, stream);
+      if (call.poison_scratch) poison(workspace, size, stream);
+    }
     TcSkinnyArgs args{s.swapped ? call.b : call.a,
                       s.swapped ? call.a : call.b,
                       call.c,
@@ -1309,8 +1326,9 @@ void wgmma_launch(const Kernel& kernel, const Config& config, const TcCall& call
   CUdeviceptr partial = 0;
   const long long ldw = (v.n + 7) / 8 * 8, sw = v.m * ldw;
   if (t.split > 1) {
-    partial = detail::scratch_alloc(
-        static_cast<std::size_t>(sw * runs.runs * call.batch) * sizeof(float), stream);
+    const auto size = static_cast<std::size_t>(sw * runs.runs * call.batch) * sizeof(float);
+    partial = detail::scratch_alloc(size, stream);
+    if (call.poison_scratch) poison(partial, size, stream);
     args.d = reinterpret_cast<void*>(partial);
     args.ldd = ldw;
     args.stride_d = sw;

@@ -34,6 +34,9 @@ struct TcCall {
   // A strided batch: `batch` products, the matrices of A, B and C stride_a, stride_b and stride_c
   // elements apart (unused when batch is 1).
   std::int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  // The split-K partial sums' scratch filled with 0xFF (NaN) before the kernel: a workload's
+  // verifying run (GemmCall::poison_scratch). Never in the runtime.
+  bool poison_scratch = false;
 };
 
 // The problem of a call: sizes m, n, k, batch (products of a strided batch) and align (elements:

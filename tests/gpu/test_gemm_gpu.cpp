@@ -618,6 +618,40 @@ TEST_F(GemmGpu, AReferenceIsMadeOncePerSeedAndAgainWhereItSaysWrong) {
     }
 }
 
+// The workload's verifying run (the first after prepare()) asks the launch to poison the split-K
+// scratch, and the timed runs after it do not (GemmCall::poison_scratch): every candidate of a
+// run has the same inputs, so partial sums a candidate left unwritten must not be read as the
+// candidate before it wrote them. A split candidate still verifies with its scratch poisoned.
+std::vector<bool> poison_flags;  // what the recording launcher below was asked, in order
+void recording_launch(const Kernel& kernel, const Config& config, const DeviceLimits& limits,
+                      const GemmCall& call, CUstream stream) {
+  poison_flags.push_back(call.poison_scratch);
+  gemm_launch(kernel, config, limits, call, stream);
+}
+
+TEST_F(GemmGpu, TheVerifyingRunPoisonsTheSplitScratchAndTheTimedRunsDoNot) {
+  KTUNE_REQUIRE_GPU();
+  Device& device = ktune_held_device;
+  KernelCache cache(device, nullptr);
+  detail::Stream stream;
+  const Family& family = find_family("gemm");
+  const Problem problem = gemm_problem("f32", false, false, 70, 90, 300001, 1);
+  Config config = family.default_config(problem, device.limits());
+  ASSERT_GT(config.at("SPLITK"), 1) << to_string(config);
+  auto workload = make_gemm_workload(problem, device, cache, recording_launch);
+  auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
+  poison_flags.clear();
+  for (std::uint64_t seed : {7, 7}) {
+    workload->prepare(seed, stream.get());
+    for (int i = 0; i < 3; ++i) workload->run(*kernel, config, stream.get());
+    stream.synchronize();
+    EXPECT_EQ(workload->verify(stream.get()), "");  // the last run's C, as the first's
+  }
+  EXPECT_EQ(poison_flags, (std::vector<bool>{true, false, false, true, false, false}));
+  // The call the benches read has no poison in it.
+  EXPECT_FALSE(gemm_workload_call(*workload).poison_scratch);
+}
+
 TEST_F(GemmGpu, TunedConfigurationsOfTheSpaceVerify) {
   KTUNE_REQUIRE_GPU();
   // A random sample of the space for an odd, unaligned problem: every candidate that compiles
