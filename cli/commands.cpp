@@ -510,8 +510,8 @@ int cmd_query(const Common& common, const std::string& family, const std::string
 
 namespace {
 
-// --sample's draw from a check problem's kernel names (in their order): `always` (those of the
-// default configuration and the references) where `names` has them, then others drawn without
+// --sample's draw from a check problem's kernel names (sorted): `default_names` (the default
+// configuration's) and `references` where `names` has them, then others drawn without
 // replacement up to `most` in all, by a generator seeded from `seed` and the problem's text (a
 // stable hash: the same draw on every build and library). In the names' order.
 std::vector<std::string> check_sample(const std::vector<std::string>& names, std::size_t most,

@@ -636,7 +636,7 @@ TEST_F(GemmGpu, TheVerifyingRunPoisonsTheSplitScratchAndTheTimedRunsDoNot) {
   detail::Stream stream;
   const Family& family = find_family("gemm");
   const Problem problem = gemm_problem("f32", false, false, 70, 90, 300001, 1);
-  Config config = family.default_config(problem, device.limits());
+  const Config config = family.default_config(problem, device.limits());
   ASSERT_GT(config.at("SPLITK"), 1) << to_string(config);
   auto workload = make_gemm_workload(problem, device, cache, recording_launch);
   auto kernel = cache.get(family.compile_request(config, problem, device.limits().arch()));
