@@ -828,7 +828,13 @@ done
 python3 -c "import sqlite3,sys; s=sqlite3.connect(sys.argv[1]); d=sqlite3.connect(sys.argv[2]); s.backup(d)" \
   "$KTUNE_DB" "$OUT/tuning.db" 2>/dev/null || cp "$KTUNE_DB" "$OUT/tuning.db"
 gzip -f "$OUT/tuning.db"
-tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
+# A second run of this script in one call keeps the first's logs: logs-2.tar.gz, and so on.
+pack=$OUT/logs.tar.gz
+for ((i = 2; ; ++i)); do
+  [ -e "$pack" ] || break
+  pack=$OUT/logs-$i.tar.gz
+done
+tar -czf "$pack" -C "$OUT" logs && rm -rf "$LOGS"
 echo
 echo "=== summary (device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
