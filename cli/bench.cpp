@@ -953,7 +953,7 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
       throw Error(ErrorCode::kCuda, "tuning " + problem.key() + ": " + t.stop_reason);
     if (!common.quiet)
       std::cerr << "ktune bench: tuned " << problem.key() << ": " << t.evaluated << " evaluated ("
-                << t.ok << " ok, " << t.failed << " failed); stopped: " << t.stop_reason << "; "
+                << t.ok << " ok, " << failed_text(t) << "); stopped: " << t.stop_reason << "; "
                 << fixed(t.seconds, 1) << " s; " << t.compiled << " compiled, " << t.reused
                 << " from the binary cache, " << t.shared << " sharing another's compile, "
                 << t.launch_variants

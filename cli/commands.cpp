@@ -322,7 +322,7 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
           if (!common.quiet) {
             std::cerr << "ktune: " << who << family->name() << " " << s.problem << ": run "
                       << s.run_id << ", " << s.evaluated << " evaluated (" << s.ok << " ok, "
-                      << s.failed << " failed), " << s.already_done
+                      << failed_text(s) << "), " << s.already_done
                       << " from earlier runs; stopped: " << s.stop_reason << "; "
                       << fixed(s.seconds, 1) << " s; " << s.compiled << " compiles on "
                       << s.compile_threads << " threads ("

@@ -197,6 +197,17 @@ TuneSummary tune(Database& db, const Device& device, const Family& family, const
   return tune(db, *runner, family, problem, options);
 }
 
+std::string failed_text(const TuneSummary& summary) {
+  std::string text = std::to_string(summary.failed) + " failed";
+  std::vector<std::pair<std::string, std::size_t>> by(summary.failed_by_status.begin(),
+                                                      summary.failed_by_status.end());
+  std::stable_sort(by.begin(), by.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (std::size_t i = 0; i < by.size(); ++i)
+    text += (i ? ", " : ": ") + std::to_string(by[i].second) + " " + by[i].first;
+  return text;
+}
+
 Config seed_config(const Family& family, const ResultRecord& row, const Problem& problem,
                    const DeviceLimits& limits) {
   return as_measured_or_adapted(family, family.normalize(parse_config(row.config)),
@@ -622,6 +633,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
           summary.stop_reason = "context lost (" + m.message + "); run again to resume";
           ++summary.evaluated;
           ++summary.failed;
+          ++summary.failed_by_status[row.status];
           break;
         }
       }
@@ -650,6 +662,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       if (!best_this_run || row.time_median_ms < best_this_run->time_median_ms) best_this_run = row;
     } else {
       ++summary.failed;
+      ++summary.failed_by_status[row.status];
     }
     progress.update(summary.evaluated, planned, best_this_run, seconds_since(started));
     if (queue.empty() && proposed >= planned && planned < remaining)

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,9 @@ struct TuneSummary {
   std::size_t evaluated = 0;     // in this run
   std::size_t ok = 0;
   std::size_t failed = 0;
+  // `failed` by the rows' status (invalid: refused once compiled, e.g. for local memory;
+  // wrong_result, fault, timeout, ...): what a user reads first where a run failed much.
+  std::map<std::string, std::size_t> failed_by_status;
   int crashed_recovered = 0;  // rows left in flight by a killed run, now marked crashed
   std::string stop_reason;    // space exhausted, evaluation budget, time budget, context lost
   double seconds = 0;
@@ -88,6 +92,10 @@ struct TuneSummary {
   int worker_restarts = 0;           // workers replaced after a fault or a timeout
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
 };
+
+// "N failed" with its statuses, most first ("89 failed: 80 invalid, 9 wrong_result"); "0 failed"
+// where none did.
+std::string failed_text(const TuneSummary& summary);
 
 // The configuration a measured row proposes as a seed for `problem`: a winner of this very
 // problem (under an earlier template, or on a sibling GPU) as it was measured, the parameters

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -171,6 +172,43 @@ TEST(Budgets, PatienceStopsAfterNEvaluationsWithoutImprovement) {
     if (best == 0 || rows[i].time_median_ms < best) best = rows[i].time_median_ms;
   }
   EXPECT_EQ(s.evaluated, last_improvement + 25);
+}
+
+// The summary counts the run's failures by status, as its rows in the database record them, and
+// says so in one phrase ("N failed: A invalid, B wrong_result", most first).
+TEST(Budgets, TheSummaryCountsFailuresByTheirRowsStatus) {
+  testing::TempDir dir;
+  const Recording rec = copy_recording(dir);
+  Database db(dir.file("run.db"));
+  auto runner = make_replay_runner(rec, 0);
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 0;  // the whole space: the recording's failures with it
+  o.progress = false;
+  const TuneSummary s =
+      tune(db, *runner, find_family("elementwise"), Problem::parse("elementwise", kCopy), o);
+  ResultFilter f;
+  f.run_id = s.run_id;
+  std::map<std::string, std::size_t> want;
+  for (const ResultRecord& r : db.results(f))
+    if (r.status != status::kOk) ++want[r.status];
+  ASSERT_FALSE(want.empty()) << "the recording has no failure to count";
+  EXPECT_EQ(s.failed_by_status, want);
+  std::size_t sum = 0;
+  for (const auto& [st, n] : want) sum += n;
+  EXPECT_EQ(s.failed, sum);
+  // Most first; every status named once with its count.
+  std::vector<std::pair<std::size_t, std::string>> order;
+  for (const auto& [st, n] : want) order.push_back({n, st});
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string text = std::to_string(sum) + " failed";
+  for (std::size_t i = 0; i < order.size(); ++i)
+    text += (i ? ", " : ": ") + std::to_string(order[i].first) + " " + order[i].second;
+  EXPECT_EQ(failed_text(s), text);
+
+  TuneSummary none;
+  EXPECT_EQ(failed_text(none), "0 failed");
 }
 
 // A configuration the strategy is unlikely to propose first: the space's last one that the
