@@ -272,6 +272,46 @@ PY
         done
       done
       ;;
+    shapes-tune)
+      # Each line "DTYPE MxNxK OP" of SHAPES_FILE (blank lines and # comments skipped) tuned into
+      # one new database (SHAPES_EVALS evaluations, 40; SHAPES_SECONDS at most a shape, 10; m or
+      # n at most 16: gemm_skinny), compiles shared through its binary cache; the winners
+      # exported for db/presets ($OUT/shapes-gemm.json, $OUT/shapes-gemm_skinny.json). For shapes
+      # the grid lacks: judge the export with shapes-ab before shipping it.
+      sdir=$(mktemp -d)
+      while read -r d shape op _; do
+        [[ -z "$d" || "$d" == \#* ]] && continue
+        run_step "shapes-tune-$d-$shape-$op" "$KTUNE" tune gemm --db "$sdir/tune.db" --dtype "$d" \
+          --shape "$shape" --op "$op" --max-evals "${SHAPES_EVALS:-40}" \
+          --max-seconds "${SHAPES_SECONDS:-10}"
+      done < "${SHAPES_FILE:?SHAPES_FILE: a file of DTYPE MxNxK OP lines}"
+      for f in gemm gemm_skinny; do
+        run_step "shapes-export-$f" "$KTUNE" db export --db "$sdir/tune.db" --best --own \
+          --family "$f" -o "$OUT/shapes-$f.json"
+      done
+      ;;
+    shapes-ab)
+      # The rows of SHAPES_AB_JSON (files, e.g. shapes-tune's exports) judged on the shapes of
+      # SHAPES_AB_FILE (lines "DTYPE MxNxK:OP"): each dtype's shapes timed against cuBLAS (bench
+      # gemm --shape, every row verified) in a new database of the shipped presets alone (base) and
+      # in one with the files imported --shipped (new), alternating, SHAPES_AB_ROUNDS rounds (2);
+      # the CSVs in $OUT (shapes_ab_DTYPE_ARM_rROUND.csv).
+      for d in f32 f64; do
+        mapfile -t shapes < <(awk -v d="$d" '$1 == d { print $2 }' \
+          "${SHAPES_AB_FILE:?SHAPES_AB_FILE: a file of DTYPE MxNxK:OP lines}")
+        ((${#shapes[@]})) || continue
+        for round in $(seq "${SHAPES_AB_ROUNDS:-2}"); do
+          for arm in base new; do
+            adir=$(mktemp -d)
+            if [ "$arm" = new ]; then
+              for j in ${SHAPES_AB_JSON:-}; do "$KTUNE" db import --db "$adir/ab.db" --shipped "$j" -q; done
+            fi
+            run_step "shapes-ab-$d-$arm-r$round" "$KTUNE" bench gemm --db "$adir/ab.db" \
+              --dtype "$d" --shape "${shapes[@]}" --csv "$OUT/shapes_ab_${d}_${arm}_r$round.csv"
+          done
+        done
+      done
+      ;;
     presets-ab)
       # The presets stage (bench gemm --random-shapes 64 --stages presets) of two builds:
       # $KTUNE_OLD (arm old) and this one (new), alternating, PRESETS_AB_ROUNDS rounds (1), for
