@@ -1317,9 +1317,16 @@ std::vector<GemmGridShape> gemm_grid() {
   // side and k of 4096; and since 90bd0b1 at three points away from it, where the presets stage's
   // skinny shapes ran lowest (seeds 20262942 and 47 on an H100 at 1fc5486: one column, a long side
   // of 12000 to 16000 and k of 450 to 580 at 0.59 to 0.63 x cuBLAS; others with k under 300, or
-  // both near 1500): the nearest of one 4096 x 4096 shape per width was their only answer.
-  for (const auto& [length, k] :
-       {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {16384, 448}, {4096, 288}, {1536, 1536}})
+  // both near 1500): the nearest of one 4096 x 4096 shape per width was their only answer. Since
+  // 2026-12-06 also a long side of 128 with k = 200000: a skinny shape of huge k (27 of the 6400
+  // shapes of seeds 20262900-99: a long side of 16 to 923, k of 35000 to 860000) took the 4096 x
+  // 4096 winner (on an H100, 18 x 16 x 199709 nt f32 ran 0.42 x cuBLAS). Its f32 winners ship,
+  // its f64 ones lowered the shapes they were for (docs/GEMM.md, "A skinny grid point at huge k").
+  for (const auto& [length, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096},
+                                  {16384, 448},
+                                  {4096, 288},
+                                  {1536, 1536},
+                                  {128, 200000}})
     for (const std::int64_t width : {1, 8, 4, 12, 16})
       for (const bool short_m : {false, true})
         for (bool ta : {N, T})
