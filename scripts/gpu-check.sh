@@ -57,6 +57,23 @@ cross_measure() {
   done
 }
 
+# Two arms of one bench, base then new: shapes $5... (MxNxK:OP) of dtype $4 timed against cuBLAS
+# (bench gemm --shape, every row verified) in a new database of the shipped presets alone (base)
+# and in one with the files $3 imported --shipped (new); steps $1-base and $1-new, CSVs $2 with
+# ARM replaced by the arm.
+bench_arms() {
+  local tag=$1 csv=$2 jsons=$3 d=$4 arm adir j
+  shift 4
+  for arm in base new; do
+    adir=$(mktemp -d)
+    if [ "$arm" = new ]; then
+      for j in $jsons; do "$KTUNE" db import --db "$adir/ab.db" --shipped "$j" -q; done
+    fi
+    run_step "$tag-$arm" "$KTUNE" bench gemm --db "$adir/ab.db" --dtype "$d" --shape "$@" \
+      --csv "${csv/ARM/$arm}"
+  done
+}
+
 for step in "${steps[@]}"; do
   case "$step" in
     info)
@@ -260,14 +277,8 @@ PY
             --list-shapes | awk -v d="$d" -v kinds=" ${TAILS_AB_KINDS:-} " \
             '$1 == d && $2 ~ /^[0-9]+$/ && (kinds == "  " || index(kinds, " " $7 " ")) { print $4 "x" $5 "x" $6 ":" $3 }')
           for round in $(seq "${TAILS_AB_ROUNDS:-2}"); do
-            for arm in base new; do
-              adir=$(mktemp -d)
-              if [ "$arm" = new ]; then
-                for j in ${TAILS_AB_JSON:-}; do "$KTUNE" db import --db "$adir/ab.db" --shipped "$j" -q; done
-              fi
-              run_step "tails-ab-$seed-$d-$arm-r$round" "$KTUNE" bench gemm --db "$adir/ab.db" \
-                --dtype "$d" --shape "${shapes[@]}" --csv "$LOGS/tails_ab_${seed}_${d}_${arm}_r$round.csv"
-            done
+            bench_arms "tails-ab-$seed-$d-r$round" "$LOGS/tails_ab_${seed}_${d}_ARM_r$round.csv" \
+              "${TAILS_AB_JSON:-}" "$d" "${shapes[@]}"
           done
         done
       done
@@ -301,14 +312,8 @@ PY
           "${SHAPES_AB_FILE:?SHAPES_AB_FILE: a file of DTYPE MxNxK:OP lines}")
         ((${#shapes[@]})) || continue
         for round in $(seq "${SHAPES_AB_ROUNDS:-2}"); do
-          for arm in base new; do
-            adir=$(mktemp -d)
-            if [ "$arm" = new ]; then
-              for j in ${SHAPES_AB_JSON:-}; do "$KTUNE" db import --db "$adir/ab.db" --shipped "$j" -q; done
-            fi
-            run_step "shapes-ab-$d-$arm-r$round" "$KTUNE" bench gemm --db "$adir/ab.db" \
-              --dtype "$d" --shape "${shapes[@]}" --csv "$OUT/shapes_ab_${d}_${arm}_r$round.csv"
-          done
+          bench_arms "shapes-ab-$d-r$round" "$OUT/shapes_ab_${d}_ARM_r$round.csv" \
+            "${SHAPES_AB_JSON:-}" "$d" "${shapes[@]}"
         done
       done
       ;;
