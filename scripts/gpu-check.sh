@@ -57,6 +57,22 @@ cross_measure() {
   done
 }
 
+# Each line "DTYPE MxNxK OP" of stdin (blank lines and # comments skipped) tuned into database
+# $2 ($3 evaluations, $4 s at most a shape; steps $1-DTYPE-SHAPE-OP), then its winners of both
+# GEMM families exported for db/presets ($OUT/$1-gemm.json, $OUT/$1-gemm_skinny.json).
+tune_shapes() {
+  local tag=$1 db=$2 evals=$3 seconds=$4 d shape op f
+  while read -r d shape op _; do
+    [[ -z "$d" || "$d" == \#* ]] && continue
+    run_step "$tag-$d-$shape-$op" "$KTUNE" tune gemm --db "$db" --dtype "$d" --shape "$shape" \
+      --op "$op" --max-evals "$evals" --max-seconds "$seconds" < /dev/null
+  done
+  for f in gemm gemm_skinny; do
+    run_step "$tag-export-$f" "$KTUNE" db export --db "$db" --best --own --family "$f" \
+      -o "$OUT/$tag-$f.json"
+  done
+}
+
 # Two arms of one bench, base then new: shapes $5... (MxNxK:OP) of dtype $4 timed against cuBLAS
 # (bench gemm --shape, every row verified) in a new database of the shipped presets alone (base)
 # and in one with the files $3 imported --shipped (new); steps $1-base and $1-new, CSVs $2 with
@@ -243,15 +259,9 @@ for path in sys.argv[2:]:
             print(*shape)
 PY
       cp "$tdir/tails.txt" "$LOGS/tails.txt"
-      while read -r d m n k op; do
-        run_step "tails-$d-${m}x${n}x${k}-$op" "$KTUNE" tune gemm --db "$tdir/tune.db" --dtype "$d" \
-          --shape "${m}x${n}x${k}" --op "$op" --max-evals "${TAILS_EVALS:-400}" \
-          --max-seconds "${TAILS_SECONDS:-10}"
-      done < "$tdir/tails.txt"
-      for f in gemm gemm_skinny; do
-        run_step "tails-export-$f" "$KTUNE" db export --db "$tdir/tune.db" --best --own \
-          --family "$f" -o "$OUT/tails-$f.json"
-      done
+      # (Fed by a process substitution, not a pipe: the steps' summary lines stay in this shell.)
+      tune_shapes tails "$tdir/tune.db" "${TAILS_EVALS:-400}" "${TAILS_SECONDS:-10}" \
+        < <(awk '{ print $1, $2 "x" $3 "x" $4, $5 }' "$tdir/tails.txt")
       if [ "${TAILS_CROSS_SECONDS:-4}" != 0 ] && [ -s "$OUT/tails-gemm.json" ]; then
         "$KTUNE" db import --db "$tdir/cross.db" --shipped "$OUT/tails-gemm.json" -q
         while read -r d m n k op; do
@@ -289,17 +299,8 @@ PY
       # n at most 16: gemm_skinny), compiles shared through its binary cache; the winners
       # exported for db/presets ($OUT/shapes-gemm.json, $OUT/shapes-gemm_skinny.json). For shapes
       # the grid lacks: judge the export with shapes-ab before shipping it.
-      sdir=$(mktemp -d)
-      while read -r d shape op _; do
-        [[ -z "$d" || "$d" == \#* ]] && continue
-        run_step "shapes-tune-$d-$shape-$op" "$KTUNE" tune gemm --db "$sdir/tune.db" --dtype "$d" \
-          --shape "$shape" --op "$op" --max-evals "${SHAPES_EVALS:-40}" \
-          --max-seconds "${SHAPES_SECONDS:-10}"
-      done < "${SHAPES_FILE:?SHAPES_FILE: a file of DTYPE MxNxK OP lines}"
-      for f in gemm gemm_skinny; do
-        run_step "shapes-export-$f" "$KTUNE" db export --db "$sdir/tune.db" --best --own \
-          --family "$f" -o "$OUT/shapes-$f.json"
-      done
+      tune_shapes shapes "$(mktemp -d)/tune.db" "${SHAPES_EVALS:-40}" "${SHAPES_SECONDS:-10}" \
+        < "${SHAPES_FILE:?SHAPES_FILE: a file of DTYPE MxNxK OP lines}"
       ;;
     shapes-ab)
       # The rows of SHAPES_AB_JSON (files, e.g. shapes-tune's exports) judged on the shapes of
