@@ -57,15 +57,17 @@ cross_measure() {
   done
 }
 
-# Each line "DTYPE MxNxK OP" of stdin (blank lines and # comments skipped) tuned into database
-# $2 ($3 evaluations, $4 s at most a shape; steps $1-DTYPE-SHAPE-OP), then its winners of both
-# GEMM families exported for db/presets ($OUT/$1-gemm.json, $OUT/$1-gemm_skinny.json).
+# Each line "DTYPE MxNxK:OP" of stdin (as tuned-ab and shapes-ab read; blank lines and #
+# comments skipped) tuned into database $2 ($3 evaluations, $4 s at most a shape; steps
+# $1-DTYPE-MxNxK-OP), then its winners of both GEMM families exported for db/presets
+# ($OUT/$1-gemm.json, $OUT/$1-gemm_skinny.json).
 tune_shapes() {
-  local tag=$1 db=$2 evals=$3 seconds=$4 d shape op f
-  while read -r d shape op _; do
+  local tag=$1 db=$2 evals=$3 seconds=$4 d spec f
+  while read -r d spec _; do
     [[ -z "$d" || "$d" == \#* ]] && continue
-    run_step "$tag-$d-$shape-$op" "$KTUNE" tune gemm --db "$db" --dtype "$d" --shape "$shape" \
-      --op "$op" --max-evals "$evals" --max-seconds "$seconds" < /dev/null
+    run_step "$tag-$d-${spec/:/-}" "$KTUNE" tune gemm --db "$db" --dtype "$d" \
+      --shape "${spec%%:*}" --op "${spec##*:}" --max-evals "$evals" --max-seconds "$seconds" \
+      < /dev/null
   done
   for f in gemm gemm_skinny; do
     run_step "$tag-export-$f" "$KTUNE" db export --db "$db" --best --own --family "$f" \
@@ -261,7 +263,7 @@ PY
       cp "$tdir/tails.txt" "$LOGS/tails.txt"
       # (Fed by a process substitution, not a pipe: the steps' summary lines stay in this shell.)
       tune_shapes tails "$tdir/tune.db" "${TAILS_EVALS:-400}" "${TAILS_SECONDS:-10}" \
-        < <(awk '{ print $1, $2 "x" $3 "x" $4, $5 }' "$tdir/tails.txt")
+        < <(awk '{ print $1, $2 "x" $3 "x" $4 ":" $5 }' "$tdir/tails.txt")
       if [ "${TAILS_CROSS_SECONDS:-4}" != 0 ] && [ -s "$OUT/tails-gemm.json" ]; then
         "$KTUNE" db import --db "$tdir/cross.db" --shipped "$OUT/tails-gemm.json" -q
         while read -r d m n k op; do
@@ -294,13 +296,13 @@ PY
       done
       ;;
     shapes-tune)
-      # Each line "DTYPE MxNxK OP" of SHAPES_FILE (blank lines and # comments skipped) tuned into
+      # Each line "DTYPE MxNxK:OP" of SHAPES_FILE (blank lines and # comments skipped) tuned into
       # one new database (SHAPES_EVALS evaluations, 40; SHAPES_SECONDS at most a shape, 10; m or
       # n at most 16: gemm_skinny), compiles shared through its binary cache; the winners
       # exported for db/presets ($OUT/shapes-gemm.json, $OUT/shapes-gemm_skinny.json). For shapes
       # the grid lacks: judge the export with shapes-ab before shipping it.
       tune_shapes shapes "$(mktemp -d)/tune.db" "${SHAPES_EVALS:-40}" "${SHAPES_SECONDS:-10}" \
-        < "${SHAPES_FILE:?SHAPES_FILE: a file of DTYPE MxNxK OP lines}"
+        < "${SHAPES_FILE:?SHAPES_FILE: a file of DTYPE MxNxK:OP lines}"
       ;;
     shapes-ab)
       # The rows of SHAPES_AB_JSON (files, e.g. shapes-tune's exports) judged on the shapes of
