@@ -44,6 +44,18 @@ run_step() {
   return "$rc"
 }
 
+# What a step made, kept past the budget: an export of what a stopped tune stored takes seconds,
+# and skipping it loses every result of the step (its database lives in a temporary folder).
+run_export() {
+  local name=$1 start=$SECONDS
+  shift
+  echo "=== $name: $*"
+  "$@" 2>&1 | tee "$LOGS/$name.log"
+  local rc=${PIPESTATUS[0]}
+  note "$(printf '%-22s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - start))")"
+  return "$rc"
+}
+
 # Every GEMM winner of this architecture in database $2 measured on each tiled grid and suite shape
 # of dtype $3 (ktune tune --measure-winners), $4 seconds a shape at most; steps named $1-grid-$3
 # and $1-suite-$3.
@@ -70,7 +82,7 @@ tune_shapes() {
       < /dev/null
   done
   for f in gemm gemm_skinny; do
-    run_step "$tag-export-$f" "$KTUNE" db export --db "$db" --best --own --family "$f" \
+    run_export "$tag-export-$f" "$KTUNE" db export --db "$db" --best --own --family "$f" \
       -o "$OUT/$tag-$f.json"
   done
 }
@@ -142,7 +154,7 @@ for step in "${steps[@]}"; do
       ;;
     tc-export)
       # This GPU's tensor-core winners of the current templates, as db/presets/<gpu>-gemm-tc.json.
-      run_step tc-export "$KTUNE" db export --best --own --family "${TC_FAMILY:-gemm_tc}" \
+      run_export tc-export "$KTUNE" db export --best --own --family "${TC_FAMILY:-gemm_tc}" \
         -o "$OUT/tc-presets-${TC_FAMILY:-gemm_tc}.json"
       ;;
     bench-tc)
@@ -200,7 +212,7 @@ for row in db.execute("SELECT status, substr(message, 1, 120), COUNT(*) FROM res
     print(*row)
 PY
       for f in gemm gemm_skinny; do
-        run_step "grid-export-$f" "$KTUNE" db export --db "$gdb" --best --own --family "$f" \
+        run_export "grid-export-$f" "$KTUNE" db export --db "$gdb" --best --own --family "$f" \
           -o "$OUT/grid-presets-$f.json"
       done
       ;;
@@ -214,7 +226,7 @@ PY
       for d in ${GRID_DTYPES:-f32 f64}; do
         cross_measure cross "$cdb" "$d" "${CROSS_SECONDS:-20}"
       done
-      run_step cross-export "$KTUNE" db export --db "$cdb" --family gemm --own --compact \
+      run_export cross-export "$KTUNE" db export --db "$cdb" --family gemm --own --compact \
         -o "$OUT/cross-gemm.json"
       ;;
     grid-small)
@@ -228,12 +240,12 @@ PY
         sdir=$(mktemp -d)
         run_step "grid-small-$d" "$KTUNE" tune gemm --grid small --dtype "$d" --db "$sdir/grid.db" \
           --max-evals "${GRID_EVALS:-80}" --max-seconds "${GRID_SECONDS:-5}"
-        run_step "grid-small-export-$d" "$KTUNE" db export --db "$sdir/grid.db" --best --own \
+        run_export "grid-small-export-$d" "$KTUNE" db export --db "$sdir/grid.db" --best --own \
           --family gemm -o "$OUT/grid-small-$d.json"
         # The winners as shipped rows of a new database: only its measurements are its own.
         "$KTUNE" db import --db "$sdir/cross.db" --shipped "$OUT/grid-small-$d.json" -q
         cross_measure cross-small "$sdir/cross.db" "$d" "${CROSS_SECONDS:-6}"
-        run_step "cross-small-export-$d" "$KTUNE" db export --db "$sdir/cross.db" --family gemm \
+        run_export "cross-small-export-$d" "$KTUNE" db export --db "$sdir/cross.db" --family gemm \
           --own --compact -o "$OUT/cross-small-$d.json"
       done
       ;;
@@ -272,7 +284,7 @@ PY
             --dtype "$d" --shape "${m}x${n}x${k}" --op "$op" --measure-winners --max-evals 0 \
             --max-seconds "${TAILS_CROSS_SECONDS:-4}" --repeats 5 --warmup 1
         done < "$tdir/tails.txt"
-        run_step tails-cross-export "$KTUNE" db export --db "$tdir/cross.db" --family gemm --own \
+        run_export tails-cross-export "$KTUNE" db export --db "$tdir/cross.db" --family gemm --own \
           --compact -o "$OUT/tails-cross.json"
       fi
       ;;
