@@ -46,14 +46,10 @@ run_step() {
 
 # What a step made, kept past the budget: an export of what a stopped tune stored takes seconds,
 # and skipping it loses every result of the step (its database lives in a temporary folder).
+# run_step with no budget (bash's locals are seen by the functions called).
 run_export() {
-  local name=$1 start=$SECONDS
-  shift
-  echo "=== $name: $*"
-  "$@" 2>&1 | tee "$LOGS/$name.log"
-  local rc=${PIPESTATUS[0]}
-  note "$(printf '%-22s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - start))")"
-  return "$rc"
+  local budget=0
+  run_step "$@"
 }
 
 # Every GEMM winner of this architecture in database $2 measured on each tiled grid and suite shape
