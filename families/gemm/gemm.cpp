@@ -214,6 +214,17 @@ KSplit k_split(std::int64_t k, std::int64_t split, std::int64_t bk) {
 // four waves of tiles").
 constexpr std::int64_t kSplitWaves = 4;
 
+// What a round of the blocks resident on an SM costs beyond their k-tiles, in k-tiles: the
+// pipeline filled before the first k-tile and C written after the last, paid once a round (blocks
+// resident together hide each other's). Without it the model carried a tile's time from a long k
+// to a short one in proportion to its k-tiles and rated short k too fast: the H200's
+// presets-stage answers of seeds 20262942-44 and 20262955 ran 1.14 x their prediction at k < 128,
+// 1.09 over all (f32). Paid once a block instead, it broke the measurements moved from split-K to
+// fewer blocks an SM (test_lookup.cpp). 1.5 to 3 read alike on the host guards (2: the shipped
+// grid's leave-one-out 0.940 -> 0.942; the winners measured on seed 20261901's draw, ranked
+// 0.938 -> 0.949 and predicted within |log| 0.117 -> 0.099 for f32, 0.130 -> 0.115 for f64).
+constexpr double kTileSteps = 2.0;
+
 // The cost model of the predicted lookup step (docs/GEMM.md, "Shapes nobody tuned"): what a
 // configuration does on a problem, in units its own measurement calibrates.
 struct GemmCost {
@@ -302,7 +313,10 @@ GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) 
   // measured; predict_ms slows a move to fewer further.
   const double busy = std::pow(std::min(1.0, together * warps / 8.0), 0.25);
   GemmCost cost;
-  cost.block_steps = busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk));
+  // Each block's k-tiles, and kTileSteps for each round of the blocks resident together.
+  cost.block_steps =
+      busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk)) +
+      std::ceil(busiest / together) * kTileSteps;
   cost.sm_steps = cost.block_steps / busy;
   cost.together = together;
   cost.dram_bytes = (m * k + k * n + m * n) * bytes;
