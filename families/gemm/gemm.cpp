@@ -222,7 +222,10 @@ constexpr std::int64_t kSplitWaves = 4;
 // 1.09 over all (f32). Paid once a block instead, it broke the measurements moved from split-K to
 // fewer blocks an SM (test_lookup.cpp). 1.5 to 3 read alike on the host guards (2: the shipped
 // grid's leave-one-out 0.940 -> 0.942; the winners measured on seed 20261901's draw, ranked
-// 0.938 -> 0.949 and predicted within |log| 0.117 -> 0.099 for f32, 0.130 -> 0.115 for f64).
+// 0.938 -> 0.949 and predicted within |log| 0.117 -> 0.099 for f32, 0.130 -> 0.115 for f64). The
+// answers it changes ran as fast as before (an H100, nine fresh seeds: f32 0.998 -> 1.000, f64
+// 1.020 -> 1.019 x cuBLAS; docs/GEMM.md, "A cost per round of resident blocks"): what it buys is
+// predictions nearer to what runs.
 constexpr double kTileSteps = 2.0;
 
 // The cost model of the predicted lookup step (docs/GEMM.md, "Shapes nobody tuned"): what a
