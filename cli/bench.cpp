@@ -72,12 +72,12 @@ struct Row {
 void write_csv(const std::string& path, const std::vector<Row>& rows, const DeviceInfo& device,
                const std::string& db_path) {
   std::ostringstream out;
-  const char* commit = std::getenv("KTUNE_COMMIT");
+  const std::string commit = csv_commit();
   out << "date,commit,device,driver,nvrtc,family,problem,variant,median_ms,min_ms,max_ms,repeats,"
          "figure,unit,"
          "ratio,anchor,lookup_step,config,verified,stage,seed\n";
   for (const auto& r : rows)
-    out << utc_now() << ',' << (commit ? commit : "unknown") << ",\"" << device.identity() << "\","
+    out << utc_now() << ',' << commit << ",\"" << device.identity() << "\","
         << device.driver_version << ',' << nvrtc_version() << ',' << r.family << ",\"" << r.problem
         << "\",\"" << r.variant << "\"," << r.median_ms << ',' << r.min_ms << ',' << r.max_ms << ','
         << r.repeats << ',' << r.figure << ',' << r.unit << ',' << r.ratio << ',' << r.anchor << ','

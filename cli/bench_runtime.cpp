@@ -470,10 +470,10 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
   check_stdout("bench runtime");
   if (!csv.empty()) {
     std::ostringstream out;
-    const char* commit = std::getenv("KTUNE_COMMIT");
+    const std::string commit = csv_commit();
     out << "date,commit,device,driver,nvrtc,measure,value,unit,target,holds,note\n";
     for (const auto& r : rows)
-      out << utc_now() << ',' << (commit ? commit : "unknown") << ",\"" << device.info().identity()
+      out << utc_now() << ',' << commit << ",\"" << device.info().identity()
           << "\"," << device.info().driver_version << ',' << nvrtc_version() << ",\"" << r.name
           << "\"," << r.value << ',' << r.unit << ",\"" << r.target << "\","
           << (r.holds ? "yes" : "no") << ",\"" << r.note << "\"\n";

@@ -2,9 +2,12 @@
 // standard output checked, so that no command reports success for data that never arrived.
 #pragma once
 
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ktune/version.hpp"
 
 namespace ktune::cli {
 
@@ -22,5 +25,15 @@ void write_output(const std::string& path, std::string_view data, const std::str
 // Flushes standard output and throws Error(kIo) if anything written to it was lost (a full disk,
 // a closed terminal): `what` names the command.
 void check_stdout(const std::string& what);
+
+// The commit a benchmark CSV's rows name: the git description this build recorded (the code that
+// ran), else $KTUNE_COMMIT (a build made outside git, named by whoever made it), else "unknown".
+// Two builds run in one call with one $KTUNE_COMMIT (an A/B of a lookup change) each write their
+// own.
+inline std::string csv_commit() {
+  if (const char* built = build_commit(); built && *built) return built;
+  const char* named = std::getenv("KTUNE_COMMIT");
+  return named && *named ? named : "unknown";
+}
 
 }  // namespace ktune::cli

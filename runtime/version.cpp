@@ -17,4 +17,6 @@ const char* version_text() noexcept {
   return text.c_str();
 }
 
+const char* build_commit() noexcept { return detail::kGitDescription; }
+
 }  // namespace ktune

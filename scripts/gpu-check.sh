@@ -14,6 +14,7 @@ mkdir -p "$OUT" "$LOGS"
 # The database persists between visits in .gpu-state/ (carried there and back through $OUT).
 export KTUNE_DB=${KTUNE_DB:-$PWD/.gpu-state/tuning.db}
 mkdir -p "$(dirname "$KTUNE_DB")"
+# The commit CSV rows name where a build recorded none of its own (one made outside git).
 export KTUNE_COMMIT=${KTUNE_COMMIT:-unknown}
 KTUNE=${KTUNE_BIN:-$BUILD/ktune}  # another build's binary for A/B runs of a template
 steps=("$@")

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/output.hpp"
 #include "cli/table.hpp"
 #include "db/database.hpp"
 #include "db/exchange.hpp"
@@ -788,6 +789,23 @@ TEST(Newcomer, VersionHasTheProjectVersionAndTheMacrosAgree) {
   EXPECT_EQ(std::string(version_text()).rfind(KTUNE_VERSION_STRING, 0), 0u);
   EXPECT_EQ(KTUNE_VERSION_NUMBER,
             KTUNE_VERSION_MAJOR * 10000 + KTUNE_VERSION_MINOR * 100 + KTUNE_VERSION_PATCH);
+}
+
+// A benchmark CSV names the commit of the code that ran: the build's own, not $KTUNE_COMMIT, which
+// one call exports for every binary it runs (two builds of an A/B wrote one commit, and their rows
+// had to be relabelled by hand: bench/results/README.md, 2026-11-27 and 2026-12-06).
+TEST(Newcomer, BenchCsvNamesTheBuildsOwnCommit) {
+  const char* before = std::getenv("KTUNE_COMMIT");
+  const std::string saved = before ? before : "";
+  ::setenv("KTUNE_COMMIT", "another-build", 1);
+  const std::string built = build_commit();
+  EXPECT_EQ(cli::csv_commit(), built.empty() ? "another-build" : built);
+  if (!built.empty()) {
+    EXPECT_NE(std::string(version_text()).find(built), std::string::npos) << version_text();
+  }
+  ::unsetenv("KTUNE_COMMIT");
+  EXPECT_EQ(cli::csv_commit(), built.empty() ? "unknown" : built);
+  if (before) ::setenv("KTUNE_COMMIT", saved.c_str(), 1);
 }
 
 TEST(Newcomer, LongWorkPrintsProgressInALogAndQuietSilencesIt) {
