@@ -473,10 +473,10 @@ int cmd_bench_runtime(const Common& common, const std::string& csv) {
     const std::string commit = csv_commit();
     out << "date,commit,device,driver,nvrtc,measure,value,unit,target,holds,note\n";
     for (const auto& r : rows)
-      out << utc_now() << ',' << commit << ",\"" << device.info().identity()
-          << "\"," << device.info().driver_version << ',' << nvrtc_version() << ",\"" << r.name
-          << "\"," << r.value << ',' << r.unit << ",\"" << r.target << "\","
-          << (r.holds ? "yes" : "no") << ",\"" << r.note << "\"\n";
+      out << utc_now() << ',' << commit << ",\"" << device.info().identity() << "\","
+          << device.info().driver_version << ',' << nvrtc_version() << ",\"" << r.name << "\","
+          << r.value << ',' << r.unit << ",\"" << r.target << "\"," << (r.holds ? "yes" : "no")
+          << ",\"" << r.note << "\"\n";
     write_output(csv, out.str(), "--csv", {common.resolved_db()});
   }
   return all_hold ? kExitOk : kExitFailed;

@@ -317,9 +317,8 @@ GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) 
   const double busy = std::pow(std::min(1.0, together * warps / 8.0), 0.25);
   GemmCost cost;
   // Each block's k-tiles, and kTileSteps for each round of the blocks resident together.
-  cost.block_steps =
-      busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk)) +
-      std::ceil(busiest / together) * kTileSteps;
+  cost.block_steps = busiest * std::ceil(static_cast<double>(kps) / static_cast<double>(bk)) +
+                     std::ceil(busiest / together) * kTileSteps;
   cost.sm_steps = cost.block_steps / busy;
   cost.together = together;
   cost.dram_bytes = (m * k + k * n + m * n) * bytes;
