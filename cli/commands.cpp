@@ -741,7 +741,7 @@ std::string runtime_family_of(const Family& family, const Problem& p) {
 
 int cmd_explain(const Common& common, const std::string& family_name,
                 const std::string& problem_key, const std::string& gpu, const std::string& arch,
-                bool strict_fp32) {
+                bool strict_fp32, std::size_t candidates) {
   // The problem is checked before the GPU is touched, so a typo is a usage error everywhere.
   const Family& family = find_family(family_name);
   const Problem problem = family.parse_problem(problem_key);
@@ -799,7 +799,7 @@ int cmd_explain(const Common& common, const std::string& family_name,
     c = timed([&] {
       return to_choice(
           lookup_config(db.get(), device, family, problem, true,
-                        strict_fp32 ? family.strict_precision(problem) : ParamValues{}),
+                        strict_fp32 ? family.strict_precision(problem) : ParamValues{}, candidates),
           family, problem);
     });
   } else {
@@ -808,7 +808,7 @@ int cmd_explain(const Common& common, const std::string& family_name,
     options.device = common.device;
     options.strict_fp32 = strict_fp32;
     Runtime runtime(options);
-    c = timed([&] { return runtime.explain(family_name, problem_key); });
+    c = timed([&] { return runtime.explain(family_name, problem_key, candidates); });
     answered_from = runtime.database_path();
   }
   Table t({"field", "value"});

@@ -127,10 +127,11 @@ struct CheckArgs {
 int cmd_check(const CheckArgs& args, bool quiet = false);
 // Without `gpu` and `arch`: the Runtime on --device answers. With either: the lookup chain for a
 // GPU the database knows by name, or for an architecture, without a GPU. `strict_fp32`: as a
-// runtime with Options::strict_fp32 answers.
+// runtime with Options::strict_fp32 answers. `candidates`: how many ranked candidates to list (0:
+// all).
 int cmd_explain(const Common& common, const std::string& family, const std::string& problem,
-                const std::string& gpu = "", const std::string& arch = "",
-                bool strict_fp32 = false);
+                const std::string& gpu = "", const std::string& arch = "", bool strict_fp32 = false,
+                std::size_t candidates = 8);
 int cmd_bench_runtime(const Common& common, const std::string& csv);
 // ktune bench NAME for a family file's family: its tuned configuration against its default one,
 // and, for a GB/s metric, cudaMemcpy moving the same bytes.

@@ -568,6 +568,7 @@ int main(int argc, char** argv) {
 
   std::string explain_family, explain_problem, explain_gpu, explain_arch;
   bool explain_strict = false;
+  std::size_t explain_candidates = 8;
   auto* explain =
       app.add_subcommand("explain", "which configuration a problem gets, from which lookup step");
   add_common(explain, common);
@@ -587,6 +588,12 @@ int main(int argc, char** argv) {
   explain->add_flag("--strict-fp32", explain_strict,
                     "answer as a runtime with Options::strict_fp32 does: f32 GEMM on the FMA "
                     "units only (no 3xTF32 kernel for 9 to 16 columns)");
+  explain
+      ->add_option("--candidates", explain_candidates,
+                   "how many of the model's ranked candidates to list, fastest first (0: every "
+                   "one it ranked)")
+      ->check(integer_in(0, 1000000))
+      ->capture_default_str();
   explain_gpu_opt->excludes(explain_arch_opt)->excludes("--device");
   explain_arch_opt->excludes("--device");
   explain->footer(kExitCodes);
@@ -931,7 +938,7 @@ int main(int argc, char** argv) {
       code = cmd_check(check_args, common.quiet);
     } else if (explain->parsed()) {
       code = cmd_explain(common, explain_family, explain_problem, explain_gpu, explain_arch,
-                         explain_strict);
+                         explain_strict, explain_candidates);
     } else if (report->parsed()) {
       code = cmd_report(common, report_run, report_output);
     } else if (strategies->parsed()) {

@@ -139,7 +139,8 @@ std::optional<LookupResult> predicted(const Measurements& measured,
                                       const std::vector<std::string>& keys,
                                       const std::vector<Nearby>& nearby, OtherDevice other_device,
                                       const Family& family, const Problem& problem,
-                                      const DeviceInfo& device, const ParamValues& only) {
+                                      const DeviceInfo& device, const ParamValues& only,
+                                      std::size_t shown) {
   using MeasuredRow = Measurements::Row;
   const std::vector<MeasuredRow>& rows = measured.rows;
   struct Measurement {
@@ -297,7 +298,7 @@ std::optional<LookupResult> predicted(const Measurements& measured,
   r.unit = best.unit;
   r.device = best.device->identity();
   r.predicted_ms = ranked.front().ms;
-  for (std::size_t i = 0; i < ranked.size() && i < 8; ++i)
+  for (std::size_t i = 0; i < ranked.size() && (shown == 0 || i < shown); ++i)
     r.candidates.push_back({ranked[i].config, keys[ranked[i].row->problem],
                             ranked[i].row->device->identity(), ranked[i].row->time_median_ms,
                             ranked[i].ms, ranked[i].measurements});
@@ -307,7 +308,8 @@ std::optional<LookupResult> predicted(const Measurements& measured,
 }  // namespace
 
 LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
-                           const Problem& problem, bool predict, const ParamValues& only) {
+                           const Problem& problem, bool predict, const ParamValues& only,
+                           std::size_t shown) {
   const DeviceLimits& limits = device.limits;
   if (db) {
     const std::string hash = family.template_hash();
@@ -427,7 +429,8 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         return row.device->cc_major != limits.cc_major || row.device->cc_minor != limits.cc_minor;
       });
       auto other_device = [&](const DeviceRecord& d) { return !same_gpu(d); };
-      if (auto r = predicted(measured, keys, nearby, other_device, family, problem, device, only))
+      if (auto r =
+              predicted(measured, keys, nearby, other_device, family, problem, device, only, shown))
         return *r;
     }
     // 3. and 4. the nearest tuned problem of this device (nearest), or of another GPU of its

@@ -2,6 +2,7 @@
 // architecture -> built-in default.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,12 @@ struct LookupResult {
 // `db` may be null (no database: the default answers).
 // `predict` false skips the predicted step (Options::predict). `only`: every answer holds these
 // parameters to their values (rows that do not are skipped; the default is
-// Family::default_config_within): Options::strict_fp32.
+// Family::default_config_within): Options::strict_fp32. `shown`: how many of the predicted step's
+// ranked candidates the result lists (0: all; `ktune explain --candidates`).
+inline constexpr std::size_t kShownCandidates = 8;
 LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family& family,
                            const Problem& problem, bool predict = true,
-                           const ParamValues& only = {});
+                           const ParamValues& only = {}, std::size_t shown = kShownCandidates);
 
 Choice to_choice(const LookupResult& r, const Family& family, const Problem& problem);
 

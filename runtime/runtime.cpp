@@ -347,9 +347,11 @@ struct Runtime::Impl {
 
   // The lookup chain under this runtime's options: its predicted step, and with strict_fp32
   // only the configurations that compute in the problem's own precision.
-  LookupResult lookup(const Family& family, const Problem& problem) const {
+  LookupResult lookup(const Family& family, const Problem& problem,
+                      std::size_t shown = kShownCandidates) const {
     return lookup_config(db.get(), device->info(), family, problem, options.predict,
-                         options.strict_fp32 ? family.strict_precision(problem) : ParamValues{});
+                         options.strict_fp32 ? family.strict_precision(problem) : ParamValues{},
+                         shown);
   }
 
   LookupResult choose(const Family& family, const Problem& problem) {
@@ -1007,6 +1009,11 @@ void Runtime::launch(const std::string& family, const ProblemSpec& problem,
 }
 
 Choice Runtime::explain(const std::string& family_name, const std::string& problem_key) {
+  return explain(family_name, problem_key, kShownCandidates);
+}
+
+Choice Runtime::explain(const std::string& family_name, const std::string& problem_key,
+                        std::size_t candidates) {
   if (!impl_) moved_from();
   const Family& family = find_family(family_name);
   const Problem problem = family.parse_problem(problem_key);
@@ -1019,7 +1026,7 @@ Choice Runtime::explain(const std::string& family_name, const std::string& probl
       return c;
     }
   }
-  return to_choice(impl_->lookup(family, problem), family, problem);
+  return to_choice(impl_->lookup(family, problem, candidates), family, problem);
 }
 
 void Runtime::wait_for_tuning() { impl().wait_for_tuning(); }

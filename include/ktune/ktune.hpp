@@ -227,8 +227,10 @@ class Runtime {
               CUstream stream = nullptr);
 
   // Which configuration a problem gets and why. `problem` is a key as `ktune query` prints it,
-  // e.g. family "elementwise", problem "dtype=f32;op=copy;align=16;n=1048576".
+  // e.g. family "elementwise", problem "dtype=f32;op=copy;align=16;n=1048576". Choice::candidates
+  // lists the predicted step's first `candidates` (0: every one it ranked).
   Choice explain(const std::string& family, const std::string& problem);
+  Choice explain(const std::string& family, const std::string& problem, std::size_t candidates);
 
   // Returns once the problems queued for tuning in the background (Options::tune_in_background)
   // are tuned and their kernels in use; at once without any.

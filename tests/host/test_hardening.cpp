@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <climits>
 #include <filesystem>
@@ -767,6 +768,51 @@ TEST(Newcomer, ExplainForAGpuByNameUsesTheMemoryTheDatabaseRecordsOfIt) {
   auto unknown = run_cli({"explain", "gemm", key, "--gpu", "NVIDIA H100 80GB HBM3", "--db", path});
   ASSERT_EQ(unknown.exit_code, 0) << unknown.err;
   EXPECT_NE(unknown.out.find("not recorded for this GPU"), std::string::npos) << unknown.out;
+}
+
+// `ktune explain --candidates N` lists the first N of the model's ranking (8 without it, every one
+// with 0), fastest first, the answer first: what an analysis of the ranking against measurements
+// reads (docs/GEMM.md).
+TEST(Newcomer, ExplainListsAsManyRankedCandidatesAsAsked) {
+  TempDir dir;
+  const std::string env = "env -u KTUNE_DB -u XDG_CACHE_HOME HOME=" + dir.path().string();
+  const std::string key = "align=4;dtype=f32;k=91;m=2394;n=1364;op=nn";
+  // The predicted-ms column of the ranked rows (the lines after the ranking's header), in order.
+  auto ranked = [](const std::string& out) {
+    std::vector<std::pair<double, std::string>> rows;
+    std::istringstream in(out.substr(out.find("candidates ranked by the model")));
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string first, last, field;
+      fields >> first;
+      while (fields >> field) last = field;
+      if (!first.empty() && std::isdigit(static_cast<unsigned char>(first[0])) &&
+          last.find("BM=") != std::string::npos)
+        rows.emplace_back(std::stod(first), last);
+    }
+    return rows;
+  };
+  const auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"explain", "gemm", key, "--gpu", "NVIDIA H200"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_cli(args, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string by_default = run({}), three = run({"--candidates", "3"}),
+                    every = run({"--candidates", "0"});
+  const auto all = ranked(every);
+  EXPECT_EQ(ranked(by_default).size(), 8u);
+  ASSERT_EQ(ranked(three).size(), 3u);
+  ASSERT_GT(all.size(), 8u) << every;
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(ranked(three)[i], all[i]);
+  for (std::size_t i = 1; i < all.size(); ++i) EXPECT_LE(all[i - 1].first, all[i].first);
+  EXPECT_NE(every.find("config         " + all.front().second + "\n"), std::string::npos) << every;
+  // Not a count: refused as a usage error, nothing answered.
+  EXPECT_EQ(run_cli({"explain", "gemm", key, "--gpu", "NVIDIA H200", "--candidates", "-1"}, env)
+                .exit_code,
+            2);
 }
 
 TEST(Newcomer, AReadOnlyCacheFolderStillGivesTheRuntimeTheShippedResults) {
