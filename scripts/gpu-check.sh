@@ -308,12 +308,15 @@ PY
       # Every GEMM winner of this architecture in the shipped presets measured on each tiled shape
       # (m and n over 16) of a random draw (`bench gemm --random-shapes 64 --seed CROSS_SEED`),
       # CROSS_SECONDS (3) a shape, the nearest winners first, into a database of its own; this
-      # GPU's measurements exported ($OUT/cross-draw-SEED-DTYPE.json). The data a host test ranks
-      # the model against on shapes nobody tuned (tests/host/test_lookup.cpp, PredictedOnFreshShapes).
+      # GPU's measurements exported ($OUT/cross-draw-SEED-DTYPE.json): the data a host test ranks
+      # the model against on shapes nobody tuned (test_lookup.cpp, PredictedOnFreshShapes).
+      : "${CROSS_SEED:?cross-draw: CROSS_SEED, the seed of the draw}"
       for d in ${CROSS_DTYPES:-f32 f64}; do
         ddb=$(mktemp -d)/draw.db
-        mapfile -t shapes < <("$KTUNE" bench gemm --random-shapes 64 --seed "${CROSS_SEED:?CROSS_SEED: the seed of the draw}" \
-          --dtype "$d" --list-shapes | awk -v d="$d" '$1 == d && $2 ~ /^[0-9]+$/ && $4 > 16 && $5 > 16 { print $4 "x" $5 "x" $6 ":" $3 }')
+        mapfile -t shapes < <("$KTUNE" bench gemm --random-shapes 64 \
+          --seed "$CROSS_SEED" --dtype "$d" --list-shapes |
+          awk -v d="$d" '$1 == d && $2 ~ /^[0-9]+$/ && $4 > 16 && $5 > 16 {
+            print $4 "x" $5 "x" $6 ":" $3 }')
         for spec in "${shapes[@]}"; do
           run_step "cross-draw-$d-${spec/:/-}" "$KTUNE" tune gemm --db "$ddb" --dtype "$d" \
             --shape "${spec%%:*}" --op "${spec##*:}" --measure-winners --max-evals 0 \

@@ -228,7 +228,8 @@ class Runtime {
 
   // Which configuration a problem gets and why. `problem` is a key as `ktune query` prints it,
   // e.g. family "elementwise", problem "dtype=f32;op=copy;align=16;n=1048576". Choice::candidates
-  // lists the predicted step's first `candidates` (0: every one it ranked).
+  // lists the predicted step's first `candidates` (0: every one it ranked); for a problem this
+  // runtime has answered already (step kCache), those its answer was given with (8 at most).
   Choice explain(const std::string& family, const std::string& problem);
   Choice explain(const std::string& family, const std::string& problem, std::size_t candidates);
 
