@@ -915,7 +915,7 @@ RankingOnMeasured rank_on_measured(const std::vector<std::string>& files, const 
 }
 
 void print(const std::string& tag, const RankingOnMeasured& r) {
-  std::cout << "[ " << tag << " ] " << r.problems << " problems, " << r.ranked
+  std::cout << "[ " << tag << "] " << r.problems << " problems, " << r.ranked
             << " with a ranked candidate measured there: best / first geomean " << r.geomean << ", "
             << r.below << " below 0.8; mean |log(measured / predicted)|";
   for (const auto& [dtype, e] : r.error)
