@@ -1,6 +1,7 @@
 // The ktune subcommands; each returns the process exit code (see exit_codes below).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -130,8 +131,8 @@ int cmd_check(const CheckArgs& args, bool quiet = false);
 // runtime with Options::strict_fp32 answers. `candidates`: how many ranked candidates to list (0:
 // all).
 int cmd_explain(const Common& common, const std::string& family, const std::string& problem,
-                const std::string& gpu = "", const std::string& arch = "", bool strict_fp32 = false,
-                std::size_t candidates = 8);
+                const std::string& gpu, const std::string& arch, bool strict_fp32,
+                std::size_t candidates);
 int cmd_bench_runtime(const Common& common, const std::string& csv);
 // ktune bench NAME for a family file's family: its tuned configuration against its default one,
 // and, for a GB/s metric, cudaMemcpy moving the same bytes.

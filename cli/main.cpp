@@ -22,6 +22,7 @@
 #include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "ktune/version.hpp"
+#include "runtime/lookup.hpp"
 #include "tuner/worker.hpp"
 
 using namespace ktune::cli;
@@ -568,7 +569,7 @@ int main(int argc, char** argv) {
 
   std::string explain_family, explain_problem, explain_gpu, explain_arch;
   bool explain_strict = false;
-  std::size_t explain_candidates = 8;
+  std::size_t explain_candidates = ktune::kShownCandidates;
   auto* explain =
       app.add_subcommand("explain", "which configuration a problem gets, from which lookup step");
   add_common(explain, common);

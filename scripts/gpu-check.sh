@@ -53,16 +53,24 @@ run_export() {
   run_step "$@"
 }
 
+# Step $1: every GEMM winner of this architecture in database $2 measured on the shapes of dtype $3
+# that the rest of the arguments name to ktune tune gemm (--grid tiled, --shape MxNxK --op OP, ...),
+# $4 seconds a shape at most (ktune tune --measure-winners).
+measure_winners() {
+  local name=$1 db=$2 d=$3 seconds=$4
+  shift 4
+  run_step "$name" "$KTUNE" tune gemm "$@" --dtype "$d" --db "$db" --measure-winners \
+    --max-evals 0 --max-seconds "$seconds" --repeats 5 --warmup 1 < /dev/null
+}
+
 # Every GEMM winner of this architecture in database $2 measured on each tiled grid and suite shape
-# of dtype $3 (ktune tune --measure-winners), $4 seconds a shape at most; steps named $1-grid-$3
-# and $1-suite-$3.
+# of dtype $3, $4 seconds a shape at most; steps named $1-grid-$3 and $1-suite-$3.
 cross_measure() {
   local name=$1 db=$2 d=$3 seconds=$4 what shapes
   for what in grid suite; do
     shapes=(--suite)
     [ "$what" = grid ] && shapes=(--grid tiled)
-    run_step "$name-$what-$d" "$KTUNE" tune gemm "${shapes[@]}" --dtype "$d" --db "$db" \
-      --measure-winners --max-evals 0 --max-seconds "$seconds" --repeats 5 --warmup 1
+    measure_winners "$name-$what-$d" "$db" "$d" "$seconds" "${shapes[@]}"
   done
 }
 
@@ -277,9 +285,8 @@ PY
         "$KTUNE" db import --db "$tdir/cross.db" --shipped "$OUT/tails-gemm.json" -q
         while read -r d m n k op; do
           [ "$m" -le 16 ] || [ "$n" -le 16 ] && continue  # gemm_skinny has no model to feed
-          run_step "tails-cross-$d-${m}x${n}x${k}-$op" "$KTUNE" tune gemm --db "$tdir/cross.db" \
-            --dtype "$d" --shape "${m}x${n}x${k}" --op "$op" --measure-winners --max-evals 0 \
-            --max-seconds "${TAILS_CROSS_SECONDS:-4}" --repeats 5 --warmup 1
+          measure_winners "tails-cross-$d-${m}x${n}x${k}-$op" "$tdir/cross.db" "$d" \
+            "${TAILS_CROSS_SECONDS:-4}" --shape "${m}x${n}x${k}" --op "$op"
         done < "$tdir/tails.txt"
         run_export tails-cross-export "$KTUNE" db export --db "$tdir/cross.db" --family gemm --own \
           --compact -o "$OUT/tails-cross.json"
@@ -318,9 +325,8 @@ PY
           awk -v d="$d" '$1 == d && $2 ~ /^[0-9]+$/ && $4 > 16 && $5 > 16 {
             print $4 "x" $5 "x" $6 ":" $3 }')
         for spec in "${shapes[@]}"; do
-          run_step "cross-draw-$d-${spec/:/-}" "$KTUNE" tune gemm --db "$ddb" --dtype "$d" \
-            --shape "${spec%%:*}" --op "${spec##*:}" --measure-winners --max-evals 0 \
-            --max-seconds "${CROSS_SECONDS:-3}" --repeats 5 --warmup 1 < /dev/null
+          measure_winners "cross-draw-$d-${spec/:/-}" "$ddb" "$d" "${CROSS_SECONDS:-3}" \
+            --shape "${spec%%:*}" --op "${spec##*:}"
         done
         run_export "cross-draw-export-$d" "$KTUNE" db export --db "$ddb" --family gemm --own \
           --compact -o "$OUT/cross-draw-$CROSS_SEED-$d.json"

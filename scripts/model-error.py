@@ -21,11 +21,11 @@ import csv
 import io
 import math
 import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+
+from ktune_explain import ranking, rankings
 
 BANDS = [(128, "k < 128"), (512, "k < 512"), (4096, "k < 4096"), (32768, "k < 32768"),
          (math.inf, "k >= 32768")]
@@ -35,21 +35,18 @@ def band(k):
     return next(name for bound, name in BANDS if k < bound)
 
 
+def first_predictions(ranked):
+    """{config: predicted ms} of a ranking, each configuration at its first (fastest) place."""
+    predicted = {}
+    for ms, config in ranked:
+        predicted.setdefault(config, ms)
+    return predicted
+
+
 def explain(ktune, db, problem, gpu):
     """(answer config, {config: predicted ms}) of `ktune explain gemm PROBLEM --gpu GPU`."""
-    out = subprocess.run([ktune, "explain", "gemm", problem, "--gpu", gpu, "--db", db, "-q"],
-                         capture_output=True, text=True, check=True).stdout
-    answer, predicted = None, {}
-    for line in out.splitlines():
-        if line.startswith("config "):
-            answer = line.split(None, 1)[1].strip()
-        fields = line.split()
-        if len(fields) >= 5 and "=" in fields[-1]:
-            try:
-                predicted.setdefault(fields[-1], float(fields[0]))
-            except ValueError:
-                pass
-    return answer, predicted
+    answer, ranked = ranking(ktune, db, problem, gpu)
+    return answer, first_predictions(ranked)
 
 
 def read_rows(paths, gpu):
@@ -69,11 +66,9 @@ def read_rows(paths, gpu):
 
 
 def summarize(rows, ktune, out):
-    with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "none.db")  # none yet: the shipped presets alone
-        keys = list(rows)
-        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-            found = list(pool.map(lambda key: explain(ktune, db, key[0], key[2])[1], keys))
+    keys = list(rows)
+    found = [first_predictions(ranked)
+             for _, ranked in rankings(ktune, [(key[0], key[2]) for key in keys])]
     groups = defaultdict(list)
     missing = defaultdict(int)
     for (problem, config, device), predicted in zip(keys, found):

@@ -21,28 +21,11 @@ mean: judge a change on a random draw (docs/GEMM.md).
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 
-
-def ranking(ktune, db, problem, gpu):
-    """(answer, [(predicted ms, config)] fastest first) of `ktune explain --candidates 0`."""
-    out = subprocess.run([ktune, "explain", "gemm", problem, "--gpu", gpu, "--db", db, "-q",
-                          "--candidates", "0"], capture_output=True, text=True, check=True).stdout
-    answer, ranked = None, []
-    for line in out.splitlines():
-        if line.startswith("config "):
-            answer = line.split(None, 1)[1].strip()
-        fields = line.split()
-        if len(fields) >= 5 and "=" in fields[-1]:
-            try:
-                ranked.append((float(fields[0]), fields[-1]))
-            except ValueError:
-                pass
-    return answer, ranked
+from ktune_explain import ranking, rankings
 
 
 def read_measured(paths, gpu):
@@ -61,11 +44,8 @@ def read_measured(paths, gpu):
 
 
 def evaluate(measured, gpu, ktune, worst, out):
-    with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "none.db")  # none yet: the shipped presets alone
-        problems = sorted(measured)
-        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-            found = list(pool.map(lambda p: ranking(ktune, db, p, gpu), problems))
+    problems = sorted(measured)
+    found = rankings(ktune, [(p, gpu) for p in problems], candidates=0)
     by_dtype = defaultdict(list)
     for problem, (answer, ranked) in zip(problems, found):
         times = measured[problem]
@@ -96,7 +76,7 @@ def evaluate(measured, gpu, ktune, worst, out):
 def self_test(ktune):
     gpu, problem = "NVIDIA H200", "align=4;dtype=f32;k=91;m=2394;n=1364;op=nn"
     with tempfile.TemporaryDirectory() as tmp:
-        _, ranked = ranking(ktune, os.path.join(tmp, "none.db"), problem, gpu)
+        _, ranked = ranking(ktune, os.path.join(tmp, "none.db"), problem, gpu, candidates=0)
         assert len(ranked) >= 2, ranked
         first, second = ranked[0][1], ranked[1][1]
         row = {"device": {"name": gpu}, "family": "gemm", "problem": problem, "status": "ok"}
