@@ -1132,7 +1132,12 @@ Measurements Database::measurements(const std::string& family, const std::string
     // on a first call (a grid's winners measured on each shape are thousands of rows). The
     // devices, a few rows, are read apart.
     {
-      SQLite::Statement q(*db_, "SELECT id, name, cc_major, cc_minor, sm_count FROM devices");
+      // With the memory each was measured on: a model carrying a measurement to another GPU
+      // reads the measuring GPU's bandwidth (a file before v7, open read-only, has no bus width).
+      SQLite::Statement q(*db_, std::string("SELECT id, name, cc_major, cc_minor, sm_count, ") +
+                                    (version_ >= 7 ? "memory_clock_khz, memory_bus_bits"
+                                                   : "memory_clock_khz, NULL") +
+                                    " FROM devices");
       while (q.executeStep()) {
         DeviceRecord& d = out.devices.emplace_back();
         d.id = q.getColumn(0).getInt64();
@@ -1140,6 +1145,8 @@ Measurements Database::measurements(const std::string& family, const std::string
         d.cc_major = q.getColumn(2).getInt();
         d.cc_minor = q.getColumn(3).getInt();
         d.sm_count = q.getColumn(4).getInt();
+        d.memory_clock_khz = q.getColumn(5).getInt();
+        d.memory_bus_bits = q.getColumn(6).getInt();
       }
     }
     // One pass through the index (v6: it holds every column read here), read with SQLite's own

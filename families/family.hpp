@@ -198,14 +198,21 @@ class Family {
     return problem_distance(target, tuned);
   }
   // The lookup's predicted step ranks the winners of tuned problems on a problem nobody tuned by
-  // the time a model gives them. predict_ms: the time `candidate` would take on `target`, from
-  // `measured`, a configuration measured at `measured_ms` on `tuned` (candidate is measured or a
-  // variant of it), on `device`; nullopt where the family has no model (the nearest tuned
-  // problem answers then). variants: configurations worth ranking besides an adapted winner
-  // (GEMM: its other split-K counts); the lookup checks each against reject().
-  virtual std::optional<double> predict_ms(const Config& /*measured*/, const Problem& /*tuned*/,
-                                           double /*measured_ms*/, const Config& /*candidate*/,
-                                           const Problem& /*target*/,
+  // the time a model gives them. A measurement: a configuration, the problem it was timed on, its
+  // time, and the DRAM bandwidth of the GPU that timed it (bytes a second; 0 where unknown: the
+  // target's), which a model carrying it to another GPU of the architecture reads.
+  struct Measured {
+    const Config* config;
+    const Problem* tuned;
+    double ms;
+    double memory_bandwidth = 0;
+  };
+  // predict_ms: the time `candidate` would take on `target`, from `measured` (candidate is its
+  // configuration or a variant of it), on `device`; nullopt where the family has no model (the
+  // nearest tuned problem answers then). variants: configurations worth ranking besides an
+  // adapted winner (GEMM: its other split-K counts); the lookup checks each against reject().
+  virtual std::optional<double> predict_ms(const Measured& /*measured*/,
+                                           const Config& /*candidate*/, const Problem& /*target*/,
                                            const DeviceInfo& /*device*/) const {
     return std::nullopt;
   }
@@ -214,30 +221,22 @@ class Family {
   // tuned asks this of each of a few hundred measurements, for its adapted winner and the
   // winner's other split counts).
   virtual std::vector<std::optional<double>> predict_ms_each(
-      const Config& measured, const Problem& tuned, double measured_ms,
-      const std::vector<const Config*>& candidates, const Problem& target,
+      const Measured& measured, const std::vector<const Config*>& candidates, const Problem& target,
       const DeviceInfo& device) const {
     std::vector<std::optional<double>> out;
     out.reserve(candidates.size());
-    for (const Config* c : candidates)
-      out.push_back(predict_ms(measured, tuned, measured_ms, *c, target, device));
+    for (const Config* c : candidates) out.push_back(predict_ms(measured, *c, target, device));
     return out;
   }
-  // predict_ms of one candidate from each of several measurements (a configuration, its problem,
-  // its time): the same times, where a family shares the candidate's part of the work between
-  // them (the lookup blends what each of a kernel's measurements near the problem says of it).
-  struct Measured {
-    const Config* config;
-    const Problem* tuned;
-    double ms;
-  };
+  // predict_ms of one candidate from each of several measurements: the same times, where a
+  // family shares the candidate's part of the work between them (the lookup blends what each of
+  // a kernel's measurements near the problem says of it).
   virtual std::vector<std::optional<double>> predict_ms_from_each(
       const std::vector<Measured>& measured, const Config& candidate, const Problem& target,
       const DeviceInfo& device) const {
     std::vector<std::optional<double>> out;
     out.reserve(measured.size());
-    for (const Measured& m : measured)
-      out.push_back(predict_ms(*m.config, *m.tuned, m.ms, candidate, target, device));
+    for (const Measured& m : measured) out.push_back(predict_ms(m, candidate, target, device));
     return out;
   }
   virtual std::vector<Config> variants(const Config&, const Problem&, const DeviceLimits&) const {

@@ -47,6 +47,14 @@ struct DeviceInfo {
   std::string identity() const;  // "NVIDIA H100 80GB HBM3 | sm_90 | 132 SMs"
 };
 
+// Peak DRAM bandwidth in bytes a second from the memory clock (kHz) and bus width (bits), double
+// data rate; 0 where either is unknown.
+inline double dram_bandwidth(int memory_clock_khz, int memory_bus_bits) {
+  return memory_clock_khz > 0 && memory_bus_bits > 0
+             ? 2.0 * memory_clock_khz * 1e3 * memory_bus_bits / 8
+             : 0.0;
+}
+
 int device_count();  // throws Error(kNoDriver/kNoDevice)
 
 // A device with its primary context retained (released in the destructor).

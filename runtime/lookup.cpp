@@ -65,6 +65,11 @@ std::optional<Config> usable(const ResultRecord& row, const Family& family, cons
   return usable(c, family, problem, limits, only, row.problem == key);
 }
 
+// The DRAM bandwidth of the GPU a row was measured on (0 where the database does not know it).
+double memory_bandwidth(const DeviceRecord& d) {
+  return dram_bandwidth(d.memory_clock_khz, d.memory_bus_bits);
+}
+
 LookupResult from_row(LookupStep step, const ResultRecord& row, Config config) {
   LookupResult r;
   r.step = step;
@@ -203,7 +208,9 @@ std::optional<LookupResult> predicted(const Measurements& measured,
       const MeasuredRow& row = rows[g.rows[at_first].index];
       const Config& config = g.configs.at(row.config);
       const Problem& at = nearby[row.problem].problem;
-      const auto ms = family.predict_ms(config, at, row.time_median_ms, config, problem, device);
+      const auto ms =
+          family.predict_ms({&config, &at, row.time_median_ms, memory_bandwidth(*row.device)},
+                            config, problem, device);
       if (!ms) continue;
       nearest.push_back({g.rows[at_first].distance, &row, &at, &config, 1.0, 1});
       first_ms = *ms;
@@ -223,8 +230,8 @@ std::optional<LookupResult> predicted(const Measurements& measured,
       if (m.distance - first.distance > kBlendReach) break;
       if (blended[row.problem]) continue;
       blended[row.problem] = true;
-      blend.push_back(
-          {&g.configs.at(row.config), &nearby[row.problem].problem, row.time_median_ms});
+      blend.push_back({&g.configs.at(row.config), &nearby[row.problem].problem, row.time_median_ms,
+                       memory_bandwidth(*row.device)});
       blend_distance.push_back(m.distance);
     }
     double weights = 1, log_sum = std::log(first_ms);
@@ -269,7 +276,8 @@ std::optional<LookupResult> predicted(const Measurements& measured,
         valid.push_back(&c);
     // All of them from the one measurement at once (the family shares its part of the work).
     const std::vector<std::optional<double>> predictions = family.predict_ms_each(
-        *m->measured, *m->tuned, m->row->time_median_ms, valid, problem, device);
+        {m->measured, m->tuned, m->row->time_median_ms, memory_bandwidth(*m->row->device)}, valid,
+        problem, device);
     for (std::size_t i = 0; i < valid.size(); ++i) {
       const Config& c = *valid[i];
       const auto& ms = predictions[i];
@@ -387,7 +395,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
     const Config probe = predict ? family.default_config(problem, limits) : Config{};
     auto has_model = [&] {
       try {
-        return family.predict_ms(probe, problem, 1.0, probe, problem, device).has_value();
+        return family.predict_ms({&probe, &problem, 1.0}, probe, problem, device).has_value();
       } catch (const Error&) {
         return false;
       }
@@ -413,7 +421,7 @@ LookupResult lookup_config(Database* db, const DeviceInfo& device, const Family&
         if (near.size() == kNearestProblems) break;
         try {
           Problem tuned = family.parse_problem(key);
-          if (!family.predict_ms(probe, tuned, 1.0, probe, problem, device)) continue;
+          if (!family.predict_ms({&probe, &tuned, 1.0}, probe, problem, device)) continue;
           near.push_back({key, Nearby{std::move(tuned), d}});
         } catch (const Error&) {
         }

@@ -305,7 +305,10 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
           const Problem tuned = family.parse_problem(r.problem);
           const Config measured = family.normalize(parse_config(r.config));
           const Config c = family.adapt(measured, problem, limits);
-          if (!family.predict_ms(measured, tuned, r.time_median_ms, c, problem, runner.device()))
+          const double bandwidth =
+              dram_bandwidth(r.device.memory_clock_khz, r.device.memory_bus_bits);
+          if (!family.predict_ms({&measured, &tuned, r.time_median_ms, bandwidth}, c, problem,
+                                 runner.device()))
             continue;
           const std::size_t i = space.index_of(to_string(c));
           if (i != SearchSpace::npos && !done[i])

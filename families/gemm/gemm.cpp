@@ -348,8 +348,8 @@ class Prediction {
           limits_(device.limits),
           // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where
           // unknown.
-          bandwidth_(device.memory_clock_khz > 0 && device.memory_bus_bits > 0
-                         ? 2.0 * device.memory_clock_khz * 1e3 * device.memory_bus_bits / 8
+          bandwidth_(dram_bandwidth(device.memory_clock_khz, device.memory_bus_bits) > 0
+                         ? dram_bandwidth(device.memory_clock_khz, device.memory_bus_bits)
                          : 3.35e12),
           // Split-K partial sums are read back right after they are written: what fits in L2
           // moves at about twice the DRAM rate (docs/GEMM.md, "Fewer blocks an SM than where
@@ -367,11 +367,20 @@ class Prediction {
     const double bandwidth_, l2_;
   };
 
-  Prediction(const Config& measured, const Problem& tuned, double measured_ms, const Target& target)
+  // The measurement's split-K reduction is taken out of its time at the bandwidth of the GPU
+  // that timed it: an H200's split-K winner (4.8 TB/s) carried to an H100 (3.35) had its
+  // reduction rated 1.4 x too slow there, so its main loop too fast, and the unsplit form of its
+  // kernel was predicted as fast as the best tiles (docs/GEMM.md, "A measurement's reduction at
+  // its own GPU's bandwidth").
+  Prediction(const Family::Measured& measured, const Target& target)
       : target_(target),
-        from_(read_shape(tuned)),
-        was_(gemm_cost(measured, from_, target.limits_)),
-        loop_ms_(std::max(measured_ms - kLaunchMs - side_ms(was_), 0.25 * measured_ms)) {}
+        from_(read_shape(*measured.tuned)),
+        was_(gemm_cost(*measured.config, from_, target.limits_)),
+        loop_ms_(
+            std::max(measured.ms - kLaunchMs -
+                         side_ms(was_, measured.memory_bandwidth > 0 ? measured.memory_bandwidth
+                                                                     : target.bandwidth_),
+                     0.25 * measured.ms)) {}
 
   std::optional<double> of(const Config& candidate) const { return of(target_.cost(candidate)); }
   // The candidate's cost on the target given (Target::cost).
@@ -396,10 +405,12 @@ class Prediction {
 
  private:
   static constexpr double kLaunchMs = 0.003;
-  double side_ms(const GemmCost& c) const {
+  // The split-K reduction of `c` at DRAM bandwidth `bandwidth` (the target's by default).
+  double side_ms(const GemmCost& c) const { return side_ms(c, target_.bandwidth_); }
+  double side_ms(const GemmCost& c, double bandwidth) const {
     if (!c.split) return 0.0;
     const double in_l2 = std::min(c.reduce_bytes, target_.l2_);
-    return (in_l2 / 2 + (c.reduce_bytes - in_l2)) / target_.bandwidth_ * 1e3 + kLaunchMs;
+    return (in_l2 / 2 + (c.reduce_bytes - in_l2)) / bandwidth * 1e3 + kLaunchMs;
   }
 
   const Target& target_;
@@ -747,24 +758,23 @@ class GemmFamily final : public BuiltinFileFamily {
   }
 
   // The model: Prediction, above.
-  std::optional<double> predict_ms(const Config& measured, const Problem& tuned, double measured_ms,
-                                   const Config& candidate, const Problem& target,
-                                   const DeviceInfo& device) const override {
-    if (dtype_of(tuned) != dtype_of(target) || !(measured_ms > 0)) return std::nullopt;
+  std::optional<double> predict_ms(const Measured& measured, const Config& candidate,
+                                   const Problem& target, const DeviceInfo& device) const override {
+    if (dtype_of(*measured.tuned) != dtype_of(target) || !(measured.ms > 0)) return std::nullopt;
     const Prediction::Target at(target, device);
-    return Prediction(measured, tuned, measured_ms, at).of(candidate);
+    return Prediction(measured, at).of(candidate);
   }
 
   // The measurement's part (its shape, its cost, its time per block-step) once for all of them.
-  std::vector<std::optional<double>> predict_ms_each(const Config& measured, const Problem& tuned,
-                                                     double measured_ms,
+  std::vector<std::optional<double>> predict_ms_each(const Measured& measured,
                                                      const std::vector<const Config*>& candidates,
                                                      const Problem& target,
                                                      const DeviceInfo& device) const override {
     std::vector<std::optional<double>> out(candidates.size());
-    if (candidates.empty() || dtype_of(tuned) != dtype_of(target) || !(measured_ms > 0)) return out;
+    if (candidates.empty() || dtype_of(*measured.tuned) != dtype_of(target) || !(measured.ms > 0))
+      return out;
     const Prediction::Target at(target, device);
-    const Prediction prediction(measured, tuned, measured_ms, at);
+    const Prediction prediction(measured, at);
     for (std::size_t i = 0; i < candidates.size(); ++i) out[i] = prediction.of(*candidates[i]);
     return out;
   }
@@ -782,7 +792,7 @@ class GemmFamily final : public BuiltinFileFamily {
     for (std::size_t i = 0; i < measured.size(); ++i) {
       const Measured& m = measured[i];
       if (dtype_of(*m.tuned) != dtype || !(m.ms > 0)) continue;
-      out[i] = Prediction(*m.config, *m.tuned, m.ms, at).of(will);
+      out[i] = Prediction(m, at).of(will);
     }
     return out;
   }

@@ -372,6 +372,12 @@ TEST(Database, AVersion6FileGetsTheMemoryBusWidthOfItsDevices) {
     EXPECT_EQ(db.devices()[0].memory_clock_khz, 3201000);
     EXPECT_EQ(db.devices()[0].memory_bus_bits, 6016);
     EXPECT_EQ(db.results({}).at(0).device.memory_bus_bits, 6016);
+    // The lookup's read of measurements knows each one's memory too (a model carrying a
+    // measurement to another GPU reads the bandwidth of the GPU that timed it).
+    const Measurements m = db.measurements("elementwise", "hash1", {row(0, "A=1", 1.0).problem});
+    ASSERT_EQ(m.rows.size(), 1u);
+    EXPECT_EQ(m.rows[0].device->memory_clock_khz, 3201000);
+    EXPECT_EQ(m.rows[0].device->memory_bus_bits, 6016);
   }
   sqlite3* h = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
@@ -390,6 +396,10 @@ TEST(Database, AVersion6FileGetsTheMemoryBusWidthOfItsDevices) {
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_EQ(rows[0].device.memory_bus_bits, 0);
     EXPECT_EQ(rows[0].config, "A=1");
+    const Measurements m = old.measurements("elementwise", "hash1", {rows[0].problem});
+    ASSERT_EQ(m.rows.size(), 1u);
+    EXPECT_EQ(m.rows[0].device->memory_clock_khz, 3201000);
+    EXPECT_EQ(m.rows[0].device->memory_bus_bits, 0);
   }
   {
     Database db(path);
