@@ -357,6 +357,27 @@ PY
         done
       done
       ;;
+    lookup-ab)
+      # A change of the lookup judged where it changes an answer: the shapes of LOOKUP_AB_FILE
+      # (lines "DTYPE MxNxK:OP", e.g. scripts/changed-answers.py's) timed against cuBLAS (bench
+      # gemm --shape, every row verified) by $KTUNE_OLD (arm old) and this build (new), each in a
+      # new database of the shipped presets, alternating, LOOKUP_AB_ROUNDS rounds (2); the CSVs in
+      # $OUT (lookup_ab_DTYPE_ARM_rROUND.csv).
+      for d in f32 f64; do
+        mapfile -t shapes < <(awk -v d="$d" '$1 == d { print $2 }' \
+          "${LOOKUP_AB_FILE:?LOOKUP_AB_FILE: a file of DTYPE MxNxK:OP lines}")
+        ((${#shapes[@]})) || continue
+        for round in $(seq "${LOOKUP_AB_ROUNDS:-2}"); do
+          for arm in old new; do
+            bin=$KTUNE
+            [ "$arm" = old ] && bin=${KTUNE_OLD:?KTUNE_OLD: the ktune binary of the other build}
+            adir=$(mktemp -d)
+            run_step "lookup-ab-$d-$arm-r$round" "$bin" bench gemm --db "$adir/ab.db" --dtype "$d" \
+              --shape "${shapes[@]}" --csv "$OUT/lookup_ab_${d}_${arm}_r$round.csv"
+          done
+        done
+      done
+      ;;
     presets-ab)
       # The presets stage (bench gemm --random-shapes 64 --stages presets) of two builds:
       # $KTUNE_OLD (arm old) and this one (new), alternating, PRESETS_AB_ROUNDS rounds (1), for
