@@ -12,6 +12,7 @@ operands get (column-major, leading dimensions m or k for A and k or n for B).
   scripts/changed-answers.py --self-test [--new BIN]
       a build against itself changes no answer, and the alignment classes read as the bench's
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -86,30 +87,24 @@ def self_test(new):
 
 
 def main(argv):
-    old, new, dtypes, args, test = None, "build/ktune", "f32 f64", [], False
-    it = iter(argv)
-    for a in it:
-        if a == "--old":
-            old = next(it)
-        elif a == "--new":
-            new = next(it)
-        elif a == "--dtypes":
-            dtypes = next(it)
-        elif a == "--self-test":
-            test = True
-        elif a in ("-h", "--help"):
-            print(__doc__)
-            return
-        else:
-            args.append(a)
-    if test:
-        self_test(new)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--old", help="the build before the change")
+    parser.add_argument("--new", default="build/ktune", help="the build judged (build/ktune)")
+    parser.add_argument("--dtypes", default="f32 f64", help="the draws' dtypes (\"f32 f64\")")
+    parser.add_argument("--self-test", action="store_true")
+    parser.add_argument("gpu", nargs="?", help="the GPU's name as the database knows it")
+    parser.add_argument("seeds", nargs="*", help="seeds of `bench gemm --random-shapes 64`")
+    args = parser.parse_args(argv)
+    if args.self_test:
+        self_test(args.new)
         return
-    if old is None or len(args) < 2:
-        sys.exit(__doc__)
-    gpu, seeds = args[0], args[1:]
-    asks = [(d,) + s for seed in seeds for d in dtypes.split() for s in draw(new, seed, d)]
-    found = changed(old, new, gpu, asks)
+    if args.old is None or args.gpu is None or not args.seeds:
+        parser.error("--old, a GPU and at least one seed are needed")
+    asks = [(d,) + s for seed in args.seeds for d in args.dtypes.split()
+            for s in draw(args.new, seed, d)]
+    found = changed(args.old, args.new, args.gpu, asks)
     for d, op, m, n, k in found:
         print(f"{d} {m}x{n}x{k}:{op}")
     print(f"changed-answers: {len(found)} of {len(asks)} tiled shapes answered differently",
