@@ -357,6 +357,39 @@ PY
         done
       done
       ;;
+    compile-scaling)
+      # NVRTC's compile throughput against threads and processes (item 4 of issue 23): `ktune
+      # check --family gemm --sample SCALING_SAMPLE` (24) as each arm of SCALING_ARMS ("1x1 1x8
+      # 1x16 2x8 4x4 16x1": processes x threads), every process with a new HOME, XDG_CACHE_HOME
+      # and TMPDIR and CUDA_CACHE_DISABLE=1, and a seed of its own (no kernel compiled twice), the
+      # arms in turn, SCALING_ROUNDS rounds (2). One line an arm: the processes' kernels, the wall
+      # time, kernels a second ($OUT/compile-scaling.txt).
+      seed=$((${SCALING_SEED:-1000}))
+      for round in $(seq "${SCALING_ROUNDS:-2}"); do
+        for arm in ${SCALING_ARMS:-1x1 1x8 1x16 2x8 4x4 16x1}; do
+          if ((budget > 0 && SECONDS > budget - 60)); then
+            note "compile-scaling          round $round $arm on: not run, GPU_CHECK_SECONDS=$budget"
+            break 2
+          fi
+          procs=${arm%x*} threads=${arm#*x} adir=$(mktemp -d) start=$(date +%s%N)
+          for i in $(seq "$procs"); do
+            seed=$((seed + 1))
+            mkdir -p "$adir/$i/tmp"
+            HOME=$adir/$i XDG_CACHE_HOME=$adir/$i TMPDIR=$adir/$i/tmp CUDA_CACHE_DISABLE=1 \
+              "$KTUNE" check --family gemm --sample "${SCALING_SAMPLE:-24}" --seed "$seed" \
+              --jobs "$threads" -q > "$adir/$i/out.txt" 2>&1 &
+          done
+          wait
+          ms=$((($(date +%s%N) - start) / 1000000))
+          kernels=$(cat "$adir"/*/out.txt | awk '$1 == "gemm" && $4 ~ /^[0-9]+$/ { k += $4 }
+            END { print k + 0 }')
+          awk -v r="$round" -v a="$arm" -v k="$kernels" -v ms="$ms" 'BEGIN {
+            printf "round %s  %-5s  %5d kernels  %7.1f s  %6.1f kernels/s\n", r, a, k, ms / 1000,
+              k / (ms / 1000) }' | tee -a "$OUT/compile-scaling.txt"
+          rm -rf "$adir"
+        done
+      done
+      ;;
     lookup-ab)
       # A change of the lookup judged where it changes an answer: the shapes of LOOKUP_AB_FILE
       # (lines "DTYPE MxNxK:OP", e.g. scripts/changed-answers.py's) timed against cuBLAS (bench
