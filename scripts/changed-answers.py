@@ -17,9 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 
-from ktune_explain import ranking
+from ktune_explain import rankings
 
 
 def draw(ktune, seed, dtype):
@@ -52,14 +51,14 @@ def problem(dtype, op, m, n, k):
     return f"align={align(dtype, op, m, n, k)};dtype={dtype};k={k};m={m};n={n};op={op}"
 
 
+def answers(ktune, gpu, asks):
+    """The answer `ktune` gives for each (dtype, op, m, n, k) of `asks` on `gpu`."""
+    return [answer for answer, _ in rankings(ktune, [(problem(*a), gpu) for a in asks], 1)]
+
+
 def changed(old, new, gpu, asks):
     """The (dtype, shape) of `asks` whose answers differ between the builds."""
-    with tempfile.TemporaryDirectory() as tmp:
-        db = os.path.join(tmp, "none.db")
-        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-            answers = {b: list(pool.map(lambda a: ranking(b, db, problem(*a), gpu, 1)[0], asks))
-                       for b in (old, new)}
-    return [a for a, x, y in zip(asks, answers[old], answers[new]) if x != y]
+    return [a for a, x, y in zip(asks, answers(old, gpu, asks), answers(new, gpu, asks)) if x != y]
 
 
 def self_test(new):
@@ -78,9 +77,8 @@ def self_test(new):
                     f"args = [{h200!r} if a == {h100!r} else a for a in sys.argv[1:]]\n"
                     f"os.execv({os.path.abspath(new)!r}, [{os.path.abspath(new)!r}] + args)\n")
         os.chmod(other, 0o755)
-        db = os.path.join(tmp, "none.db")
-        differ = [a for a in asks if ranking(new, db, problem(*a), h100, 1)[0] !=
-                  ranking(new, db, problem(*a), h200, 1)[0]]
+        differ = [a for a, x, y in zip(asks, answers(new, h100, asks), answers(new, h200, asks))
+                  if x != y]
         found = changed(other, new, h100, asks)
     assert differ and found == differ, (found, differ)
     print(f"changed-answers self-test: ok ({len(found)} of {len(asks)} answers planted)")

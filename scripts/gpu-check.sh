@@ -92,6 +92,11 @@ tune_shapes() {
   done
 }
 
+# The shapes of dtype $1 in the file $2 (lines "DTYPE MxNxK:OP"; others skipped), one a line.
+dtype_shapes() {
+  awk -v d="$1" '$1 == d { print $2 }' "$2"
+}
+
 # Two arms of one bench, base then new: shapes $5... (MxNxK:OP) of dtype $4 timed against cuBLAS
 # (bench gemm --shape, every row verified) in a new database of the shipped presets alone (base)
 # and in one with the files $3 imported --shipped (new); steps $1-base and $1-new, CSVs $2 with
@@ -348,7 +353,7 @@ PY
       # in one with the files imported --shipped (new), alternating, SHAPES_AB_ROUNDS rounds (2);
       # the CSVs in $OUT (shapes_ab_DTYPE_ARM_rROUND.csv).
       for d in f32 f64; do
-        mapfile -t shapes < <(awk -v d="$d" '$1 == d { print $2 }' \
+        mapfile -t shapes < <(dtype_shapes "$d" \
           "${SHAPES_AB_FILE:?SHAPES_AB_FILE: a file of DTYPE MxNxK:OP lines}")
         ((${#shapes[@]})) || continue
         for round in $(seq "${SHAPES_AB_ROUNDS:-2}"); do
@@ -397,7 +402,7 @@ PY
       # new database of the shipped presets, alternating, LOOKUP_AB_ROUNDS rounds (2); the CSVs in
       # $OUT (lookup_ab_DTYPE_ARM_rROUND.csv).
       for d in f32 f64; do
-        mapfile -t shapes < <(awk -v d="$d" '$1 == d { print $2 }' \
+        mapfile -t shapes < <(dtype_shapes "$d" \
           "${LOOKUP_AB_FILE:?LOOKUP_AB_FILE: a file of DTYPE MxNxK:OP lines}")
         ((${#shapes[@]})) || continue
         for round in $(seq "${LOOKUP_AB_ROUNDS:-2}"); do

@@ -18,6 +18,7 @@ the committed draws; this prints them for any file, and the worst problems.
 A set chosen where the model ran slow (a tail) rewards almost any change by regression to the
 mean: judge a change on a random draw (docs/GEMM.md).
 """
+import argparse
 import json
 import math
 import os
@@ -97,30 +98,24 @@ def self_test(ktune):
 
 
 def main(argv):
-    ktune, worst, args, test = "build/ktune", 0, [], False
-    it = iter(argv)
-    for a in it:
-        if a == "--ktune":
-            ktune = next(it)
-        elif a == "--worst":
-            worst = int(next(it))
-        elif a == "--self-test":
-            test = True
-        elif a in ("-h", "--help"):
-            print(__doc__)
-            return
-        else:
-            args.append(a)
-    if test:
-        self_test(ktune)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--ktune", default="build/ktune", help="the ktune binary (build/ktune)")
+    parser.add_argument("--worst", type=int, default=0, help="list the N lowest problems a dtype")
+    parser.add_argument("--self-test", action="store_true")
+    parser.add_argument("gpu", nargs="?", help="the GPU's name as the database knows it")
+    parser.add_argument("files", nargs="*", help="exported JSON files (ktune db export)")
+    args = parser.parse_args(argv)
+    if args.self_test:
+        self_test(args.ktune)
         return
-    if len(args) < 2:
-        sys.exit(__doc__)
-    gpu, paths = args[0], args[1:]
-    measured = read_measured(paths, gpu)
+    if args.gpu is None or not args.files:
+        parser.error("a GPU and at least one file are needed")
+    measured = read_measured(args.files, args.gpu)
     if not measured:
-        sys.exit(f"rank-eval: no ok GEMM rows of {gpu!r} in {', '.join(paths)}")
-    evaluate(measured, gpu, ktune, worst, sys.stdout)
+        sys.exit(f"rank-eval: no ok GEMM rows of {args.gpu!r} in {', '.join(args.files)}")
+    evaluate(measured, args.gpu, args.ktune, args.worst, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -348,9 +348,8 @@ class Prediction {
           limits_(device.limits),
           // Peak DRAM bandwidth from the memory clock and bus (double data rate); H100's where
           // unknown.
-          bandwidth_(dram_bandwidth(device.memory_clock_khz, device.memory_bus_bits) > 0
-                         ? dram_bandwidth(device.memory_clock_khz, device.memory_bus_bits)
-                         : 3.35e12),
+          bandwidth_(
+              known_or(dram_bandwidth(device.memory_clock_khz, device.memory_bus_bits), 3.35e12)),
           // Split-K partial sums are read back right after they are written: what fits in L2
           // moves at about twice the DRAM rate (docs/GEMM.md, "Fewer blocks an SM than where
           // measured"). The architecture's L2, not this GPU's (60 MiB on an H200, 50 for
@@ -362,6 +361,9 @@ class Prediction {
 
    private:
     friend class Prediction;
+    static double known_or(double bandwidth, double otherwise) {
+      return bandwidth > 0 ? bandwidth : otherwise;
+    }
     const Shape to_;
     const DeviceLimits& limits_;
     const double bandwidth_, l2_;
@@ -376,11 +378,10 @@ class Prediction {
       : target_(target),
         from_(read_shape(*measured.tuned)),
         was_(gemm_cost(*measured.config, from_, target.limits_)),
-        loop_ms_(
-            std::max(measured.ms - kLaunchMs -
-                         side_ms(was_, measured.memory_bandwidth > 0 ? measured.memory_bandwidth
-                                                                     : target.bandwidth_),
-                     0.25 * measured.ms)) {}
+        loop_ms_(std::max(
+            measured.ms - kLaunchMs -
+                side_ms(was_, Target::known_or(measured.memory_bandwidth, target.bandwidth_)),
+            0.25 * measured.ms)) {}
 
   std::optional<double> of(const Config& candidate) const { return of(target_.cost(candidate)); }
   // The candidate's cost on the target given (Target::cost).
