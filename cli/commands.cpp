@@ -33,6 +33,7 @@
 #include "platform/device.hpp"
 #include "platform/nvrtc.hpp"
 #include "runtime/lookup.hpp"
+#include "tuner/compilers.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
@@ -152,6 +153,7 @@ TuneOptions tune_options(const Common& common, const TuneArgs& targs) {
     }
   }
   options.compile_threads = targs.jobs;
+  if (!targs.compile_in_process) options.compiler_command = {self_executable(), "__compiler"};
   options.timing.repeats = targs.repeats;
   options.timing.warmup = targs.warmup;
   options.timing.budget_ms = targs.timing_budget_ms;
@@ -545,7 +547,16 @@ int cmd_check(const CheckArgs& args, bool quiet) {
   const std::string& arch = args.arch;
   const DeviceLimits limits = limits_for_arch_option(arch, "--arch");
   auto t0 = std::chrono::steady_clock::now();
-  ThreadPool pool(args.jobs);
+  // One compiler process a thread (tuner/compilers.hpp): NVRTC gets the cores it does not get as
+  // threads of one process.
+  std::unique_ptr<Compilers> compilers;
+  if (!args.compile_in_process)
+    compilers = std::make_unique<Compilers>(
+        std::vector<std::string>{self_executable(), "__compiler"}, args.jobs);
+  auto compile = [&compilers](const CompileRequest& request) {
+    return compilers ? compilers->compile(request) : ktune::compile(request);
+  };
+  ThreadPool pool(compilers ? compilers->size() : args.jobs);
   ProgressLine progress(!quiet);
   Table summary({"family", "problem", "configs", "kernels", "failed", "spilling", "max regs",
                  "usable configs"});

@@ -79,6 +79,7 @@ struct TuneArgs {
   std::uint64_t binary_cache_mb = 1024;
   bool no_launch_variants = false;  // no launch variants while compiles run
   bool in_process = false;          // measure in this process, not in a worker
+  bool compile_in_process = false;  // NVRTC on threads of this process, not in child processes
   double timeout_floor = 1.0;       // seconds, host-side limit per launch at least
   std::string devices = "0";        // an ordinal, a list "0,1" or "all": one worker per GPU
   bool defaults = false;            // tune every family's default problems
@@ -119,6 +120,7 @@ struct CheckArgs {
   std::string arch = "sm_90";
   std::string family;  // empty: every family
   unsigned jobs = 0;
+  bool compile_in_process = false;  // NVRTC on threads of this process, not in child processes
   bool verbose = false;
   bool exhaustive = false;
   // At most this many kernels of each check problem, drawn by `seed` (0: all of them).

@@ -23,6 +23,7 @@
 #include "ktune/error.hpp"
 #include "ktune/version.hpp"
 #include "runtime/lookup.hpp"
+#include "tuner/compilers.hpp"
 #include "tuner/worker.hpp"
 
 using namespace ktune::cli;
@@ -344,6 +345,10 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
   app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")
       ->check(integer_in(0, 1024))
       ->capture_default_str();
+  app->add_flag("--compile-in-process", t.compile_in_process,
+                "compile with NVRTC on threads of this process instead of one child process "
+                "(ktune __compiler) a thread: fewer kernels a second where there are many cores "
+                "(one process of NVRTC does not use them all), and a crash of NVRTC ends the run");
   app->add_option(
          "--binary-cache-mb", t.binary_cache_mb,
          "compile each kernel once: candidates compiled by an earlier run (of any problem) "
@@ -377,6 +382,15 @@ int main(int argc, char** argv) {
       return ktune::run_tuning_worker(std::stoi(argv[2]));
     } catch (const std::exception& e) {
       std::cerr << "ktune worker: " << e.what() << "\n";
+      return kExitError;
+    }
+  }
+  // A compiler process started by `tune` and `check` (tuner/compilers.hpp): not a command either.
+  if (argc == 3 && std::string(argv[1]) == "__compiler") {
+    try {
+      return ktune::run_compiler(std::stoi(argv[2]));
+    } catch (const std::exception& e) {
+      std::cerr << "ktune compiler: " << e.what() << "\n";
       return kExitError;
     }
   }
@@ -509,6 +523,9 @@ int main(int argc, char** argv) {
   check->add_option("--jobs", check_args.jobs, "compile threads (0: one per core)")
       ->check(integer_in(0, 1024))
       ->capture_default_str();
+  check->add_flag("--compile-in-process", check_args.compile_in_process,
+                  "compile with NVRTC on threads of this process instead of one child process "
+                  "(ktune __compiler) a thread");
   check->add_flag("--verbose,-v", check_args.verbose, "one line per kernel");
   add_family_file_option(check);
   check->add_flag("--quiet,-q", common.quiet, "no progress lines on stderr");

@@ -362,12 +362,36 @@ PY
         done
       done
       ;;
+    compile-ab)
+      # Item 4 of issue 23 (the GPU waiting on compiles <= 10% of a short tune): each line "DTYPE
+      # MxNxK:OP" of COMPILE_AB_FILE tuned (COMPILE_AB_EVALS evaluations, 40) with NVRTC on
+      # threads of the tuning process (arm threads: --compile-in-process) and in one compiler
+      # process a thread (arm processes, the default), alternating shape by shape, each arm in a
+      # new database of its own that its shapes share (the binary cache across problems, as a
+      # user tuning shapes one after the other has it), COMPILE_AB_ROUNDS rounds (1). The tuner's
+      # summary line of each tune in $OUT/compile-ab.txt: compiles a second, the GPU's wait.
+      for round in $(seq "${COMPILE_AB_ROUNDS:-1}"); do
+        tdb=$(mktemp -d)/threads.db pdb=$(mktemp -d)/processes.db
+        while read -r d spec _; do
+          [[ -z "$d" || "$d" == \#* ]] && continue
+          for arm in threads processes; do
+            db=$pdb flag=()
+            [ "$arm" = threads ] && db=$tdb flag=(--compile-in-process)
+            tag="compile-ab-r$round-$arm-$d-${spec/:/-}"
+            run_step "$tag" "$KTUNE" tune gemm --db "$db" --dtype "$d" --shape "${spec%%:*}" \
+              --op "${spec##*:}" --max-evals "${COMPILE_AB_EVALS:-40}" "${flag[@]}" < /dev/null
+            grep -h "GPU waited on compiles" "$LOGS/$tag.log" | sed "s|^|r$round $arm $d $spec: |" \
+              >> "$OUT/compile-ab.txt"
+          done
+        done < "${COMPILE_AB_FILE:?COMPILE_AB_FILE: a file of DTYPE MxNxK:OP lines}"
+      done
+      ;;
     compile-scaling)
       # NVRTC's compile throughput against threads and processes (item 4 of issue 23): `ktune
-      # check --family gemm --sample SCALING_SAMPLE` (24) as each arm of SCALING_ARMS ("1x1 1x8
-      # 1x16 2x8 4x4 16x1": processes x threads), every process with a new HOME, XDG_CACHE_HOME
-      # and TMPDIR and CUDA_CACHE_DISABLE=1, and a seed of its own (no kernel compiled twice), the
-      # arms in turn, SCALING_ROUNDS rounds (2). One line an arm: the processes' kernels, the wall
+      # check --family gemm --sample SCALING_SAMPLE --compile-in-process` (24) as each arm of
+      # SCALING_ARMS ("1x1 1x8 1x16 2x8 4x4 16x1": processes x threads), every process with a new
+      # HOME, XDG_CACHE_HOME and TMPDIR and CUDA_CACHE_DISABLE=1, and a seed of its own (no kernel
+      # compiled twice), the arms in turn, SCALING_ROUNDS rounds (2). One line an arm: the processes' kernels, the wall
       # time, kernels a second ($OUT/compile-scaling.txt).
       seed=$((${SCALING_SEED:-1000}))
       for round in $(seq "${SCALING_ROUNDS:-2}"); do
@@ -382,7 +406,7 @@ PY
             mkdir -p "$adir/$i/tmp"
             HOME=$adir/$i XDG_CACHE_HOME=$adir/$i TMPDIR=$adir/$i/tmp CUDA_CACHE_DISABLE=1 \
               "$KTUNE" check --family gemm --sample "${SCALING_SAMPLE:-24}" --seed "$seed" \
-              --jobs "$threads" -q > "$adir/$i/out.txt" 2>&1 &
+              --jobs "$threads" --compile-in-process -q > "$adir/$i/out.txt" 2>&1 &
           done
           wait
           ms=$((($(date +%s%N) - start) / 1000000))

@@ -21,6 +21,7 @@
 #include "platform/kernel_cache.hpp"
 #include "platform/nvrtc.hpp"
 #include "runtime/lookup.hpp"
+#include "tuner/compilers.hpp"
 #include "tuner/progress.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/space.hpp"
@@ -362,7 +363,14 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     }
   } run_guard{db, summary.run_id};
 
-  ThreadPool pool(options.compile_threads);
+  // The compilers before the pool: the pool's last jobs (joined as it goes) may still use them.
+  const unsigned compile_threads = options.compile_threads
+                                       ? options.compile_threads
+                                       : std::max(1u, std::thread::hardware_concurrency());
+  std::unique_ptr<Compilers> compilers;
+  if (runner.compiles() && !options.compiler_command.empty())
+    compilers = std::make_unique<Compilers>(options.compiler_command, compile_threads);
+  ThreadPool pool(compile_threads);
   const std::string arch = limits.arch();
   std::deque<Pending> queue;
   // Compiles not yet stored in the binary cache, by cache key (candidates of one kernel share one).
@@ -456,13 +464,17 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
         }
       }
       std::shared_future<CompileOutcome> compiling =
-          pool.submit([request = std::move(request), cache_key, &compile_seconds, &compiled] {
+          pool.submit([request = std::move(request), cache_key, &compile_seconds, &compiled,
+                       compilers = compilers.get()] {
                 CompileOutcome out;
                 out.key = cache_key;
                 auto t0 = Clock::now();
                 try {
-                  out.result = compile(request);
+                  out.result = compilers ? compilers->compile(request) : compile(request);
                 } catch (const Error& e) {
+                  // The candidate's: NVRTC refused it, crashed on it or never finished. Anything
+                  // else (no compiler process could be started) ends the run, not the candidate.
+                  if (e.code() != ErrorCode::kCompile) throw;
                   out.error = e.what();
                   out.details = e.details();
                 }
@@ -689,6 +701,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   summary.compile_seconds = compile_seconds.load();
   summary.compiled = compiled.load();
   summary.compile_threads = pool.size();
+  summary.compile_processes = compilers != nullptr;
   summary.worker_restarts = runner.restarts();
   return summary;
 }

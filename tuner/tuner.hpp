@@ -31,6 +31,11 @@ struct TuneOptions {
   // Stop after this many evaluations in a row without a new best 0.5% faster (0: no limit).
   std::size_t patience = 0;
   unsigned compile_threads = 0;  // 0: one per hardware thread
+  // Each compile thread compiles in a child process of its own, started with this command (+ a
+  // descriptor number; the ktune command passes {"/proc/self/exe", "__compiler"}): NVRTC gets
+  // the cores that it does not get as threads of one process (tuner/compilers.hpp). Empty: the
+  // compile threads call NVRTC in this process.
+  std::vector<std::string> compiler_command;
   // 20 timed runs a candidate, fewer for one of more than 10 ms (TimingOptions::budget_ms).
   TimingOptions timing{.warmup = 3, .repeats = 20, .flush_l2 = true, .budget_ms = 200};
   // A progress line on stderr: redrawn on a terminal, a plain line every 30 s in a log.
@@ -86,6 +91,7 @@ struct TuneSummary {
   // Of `evaluated`: launch variants of kernels measured before (TuneOptions::launch_variants)
   std::size_t launch_variants = 0;
   std::size_t compile_threads = 0;
+  bool compile_processes = false;    // the compile threads compiled in child processes
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile
   double first_wait_seconds = 0;     // of which until the first kernel this run compiled
   std::size_t cached_first = 0;      // kernels of other problems' candidates taken first

@@ -1,33 +1,22 @@
 // Worker processes for the tuner: spawn, frame protocol, watchdog (parent) and serve loop (worker).
 #include "tuner/worker.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <optional>
-#include <thread>
 
 #include "db/database.hpp"
 #include "families/family.hpp"
 #include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "platform/nvrtc.hpp"
+#include "tuner/channel.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/runner.hpp"
-
-extern char** environ;
 
 namespace ktune {
 namespace {
@@ -43,115 +32,19 @@ enum class Msg : std::uint32_t {
   kFailed = 13,  // worker -> parent: an error that is not the candidate's (code, message)
 };
 
-// A frame's payload, written and read in order: integers as 8 bytes, strings length-prefixed.
-class Writer {
- public:
-  Writer& u64(std::uint64_t v) {
-    append(&v, sizeof v);
-    return *this;
-  }
-  Writer& f64(double v) {
-    append(&v, sizeof v);
-    return *this;
-  }
-  Writer& str(const std::string& s) {
-    u64(s.size());
-    append(s.data(), s.size());
-    return *this;
-  }
-  Writer& bytes(const std::vector<char>& b) {
-    u64(b.size());
-    append(b.data(), b.size());
-    return *this;
-  }
-  const std::string& data() const { return data_; }
+using channel::Reader;
+using channel::Writer;
 
- private:
-  void append(const void* p, std::size_t n) { data_.append(static_cast<const char*>(p), n); }
-  std::string data_;
-};
+constexpr const char* kWho = "tuning worker";
 
-class Reader {
- public:
-  explicit Reader(const std::string& data) : data_(data) {}
-  std::uint64_t u64() {
-    std::uint64_t v;
-    take(&v, sizeof v);
-    return v;
-  }
-  double f64() {
-    double v;
-    take(&v, sizeof v);
-    return v;
-  }
-  std::string str() {
-    const std::uint64_t n = u64();
-    need(n);
-    std::string s = data_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  std::vector<char> bytes() {
-    const std::string s = str();
-    return {s.begin(), s.end()};
-  }
-
- private:
-  void need(std::uint64_t n) const {
-    if (n > data_.size() - pos_)
-      throw Error(ErrorCode::kInternal, "tuning worker: truncated message");
-  }
-  void take(void* p, std::size_t n) {
-    need(n);
-    std::memcpy(p, data_.data() + pos_, n);
-    pos_ += n;
-  }
-  const std::string& data_;
-  std::size_t pos_ = 0;
-};
-
-// False when the peer is gone. MSG_NOSIGNAL: a dead peer must not kill us with SIGPIPE.
 bool send_frame(int fd, Msg type, const std::string& payload) {
-  std::string frame(12, '\0');
-  const auto t = static_cast<std::uint32_t>(type);
-  const std::uint64_t n = payload.size();
-  std::memcpy(frame.data(), &t, 4);
-  std::memcpy(frame.data() + 4, &n, 8);
-  frame += payload;
-  std::size_t sent = 0;
-  while (sent < frame.size()) {
-    const ssize_t k = ::send(fd, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    sent += static_cast<std::size_t>(k);
-  }
-  return true;
+  return channel::send_frame(fd, static_cast<std::uint32_t>(type), payload);
 }
 
-bool read_exact(int fd, void* p, std::size_t n) {
-  auto* c = static_cast<char*>(p);
-  while (n > 0) {
-    const ssize_t k = ::read(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
-    c += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
-// nullopt when the peer closed the socket or died.
 std::optional<std::pair<Msg, std::string>> read_frame(int fd) {
-  char header[12];
-  if (!read_exact(fd, header, sizeof header)) return std::nullopt;
-  std::uint32_t t;
-  std::uint64_t n;
-  std::memcpy(&t, header, 4);
-  std::memcpy(&n, header + 4, 8);
-  if (n > (std::uint64_t{1} << 32)) return std::nullopt;  // not our protocol
-  std::string payload(n, '\0');
-  if (n && !read_exact(fd, payload.data(), n)) return std::nullopt;
-  return std::make_pair(static_cast<Msg>(t), std::move(payload));
+  auto frame = channel::read_frame(fd);
+  if (!frame) return std::nullopt;
+  return std::make_pair(static_cast<Msg>(frame->first), std::move(frame->second));
 }
 
 const char* phase_name(EvalPhase p) {
@@ -164,15 +57,6 @@ const char* phase_name(EvalPhase p) {
       return "timed runs";
   }
   return "?";
-}
-
-std::string describe_exit(int wstatus) {
-  if (WIFSIGNALED(wstatus)) {
-    const int sig = WTERMSIG(wstatus);
-    return "signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  if (WIFEXITED(wstatus)) return "exit status " + std::to_string(WEXITSTATUS(wstatus));
-  return "status " + std::to_string(wstatus);
 }
 
 std::string fmt_seconds(double s) {
@@ -208,17 +92,8 @@ class WorkerRunner final : public CandidateRunner {
     if (pid_ < 0) launch();
     if (!ready_) await_ready();
     Writer w;
-    w.u64(index).str(to_string(config)).bytes(compiled->cubin).u64(compiled->lowered_names.size());
-    for (const auto& name : compiled->lowered_names) w.str(name);
-    w.u64(compiled->resources.size());
-    for (const auto& r : compiled->resources)
-      w.str(r.mangled_name)
-          .u64(static_cast<std::uint64_t>(r.registers))
-          .u64(static_cast<std::uint64_t>(r.barriers))
-          .u64(static_cast<std::uint64_t>(r.smem_static))
-          .u64(static_cast<std::uint64_t>(r.stack_frame))
-          .u64(static_cast<std::uint64_t>(r.spill_stores))
-          .u64(static_cast<std::uint64_t>(r.spill_loads));
+    w.u64(index).str(to_string(config));
+    channel::write(w, *compiled);
     Measurement m;
     if (!send_frame(fd_, Msg::kMeasure, w.data())) return died("before the candidate was sent");
 
@@ -235,7 +110,7 @@ class WorkerRunner final : public CandidateRunner {
                     limit_rule() + "); worker killed";
         return m;
       }
-      Reader r(frame->second);
+      Reader r(frame->second, kWho);
       switch (frame->first) {
         case Msg::kPhase: {
           const auto p = static_cast<EvalPhase>(r.u64());
@@ -301,61 +176,28 @@ class WorkerRunner final : public CandidateRunner {
     Measurement m;
     const int wstatus = reap(std::chrono::seconds(10));
     m.status = status::kFault;
-    m.message = "worker died " + when + ": " + describe_exit(wstatus) + " (worker restarted)";
+    m.message =
+        "worker died " + when + ": " + channel::describe_exit(wstatus) + " (worker restarted)";
     return m;
   }
 
   // The next frame, or nullopt at the deadline (worker still running) or when the worker is gone
   // (then pid_ < 0 after reaping it).
   std::optional<std::pair<Msg, std::string>> wait_frame(Clock::time_point deadline) {
-    for (;;) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return std::nullopt;
-      pollfd p{fd_, POLLIN, 0};
-      const int k = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30)));
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0) throw Error(ErrorCode::kInternal, std::string("poll: ") + std::strerror(errno));
-      if (k == 0) continue;
-      auto frame = read_frame(fd_);
-      if (!frame) {
-        last_exit_ = reap(std::chrono::seconds(10));
-        return std::nullopt;
-      }
-      return frame;
+    if (!channel::wait_readable(fd_, deadline)) return std::nullopt;
+    auto frame = read_frame(fd_);
+    if (!frame) {
+      last_exit_ = reap(std::chrono::seconds(10));
+      return std::nullopt;
     }
+    return frame;
   }
 
   // Spawns a worker and sends it the problem; await_ready() collects its answer.
   void launch() {
-    const auto& cmd = worker_.command;
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      throw Error(ErrorCode::kInternal, std::string("socketpair: ") + std::strerror(errno));
-    // The child's end moves to descriptor 3; from a descriptor above it so that dup2 clears
-    // close-on-exec (a dup2 onto itself would not).
-    const int child_end = ::fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
-    ::close(sv[1]);
-    constexpr int kChildFd = 3;
-    std::vector<std::string> args = cmd;
-    args.push_back(std::to_string(kChildFd));
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, child_end, kChildFd);
-    pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(child_end);
-    if (rc != 0) {
-      ::close(sv[0]);
-      throw Error(ErrorCode::kInternal,
-                  "cannot start the tuning worker " + cmd.front() + ": " + std::strerror(rc));
-    }
-    pid_ = pid;
-    fd_ = sv[0];
+    channel::Child child = channel::spawn(worker_.command, "the tuning worker");
+    pid_ = child.pid;
+    fd_ = child.fd;
     ++starts_;
     Writer w;
     w.str(family_).str(problem_).u64(static_cast<std::uint64_t>(device_.ordinal)).str(db_path_);
@@ -372,7 +214,8 @@ class WorkerRunner final : public CandidateRunner {
   void await_ready() {
     if (!init_sent_) {
       const int ws = reap(std::chrono::seconds(10));
-      throw Error(ErrorCode::kInternal, "the tuning worker exited at start: " + describe_exit(ws));
+      throw Error(ErrorCode::kInternal,
+                  "the tuning worker exited at start: " + channel::describe_exit(ws));
     }
     const auto frame = wait_frame(Clock::now() + seconds(worker_.setup_s));
     if (frame && frame->first == Msg::kReady) {
@@ -380,7 +223,7 @@ class WorkerRunner final : public CandidateRunner {
       return;
     }
     if (frame && frame->first == Msg::kFailed) {
-      Reader r(frame->second);
+      Reader r(frame->second, kWho);
       const auto code = static_cast<ErrorCode>(r.u64());
       const std::string message = r.str();
       kill_worker();
@@ -388,34 +231,23 @@ class WorkerRunner final : public CandidateRunner {
     }
     const bool gone = pid_ < 0;
     kill_worker();
-    throw Error(
-        ErrorCode::kInternal,
-        gone ? "the tuning worker exited at start: " + describe_exit(last_exit_)
-             : "the tuning worker did not start within " + fmt_seconds(worker_.setup_s));
+    throw Error(ErrorCode::kInternal,
+                gone ? "the tuning worker exited at start: " + channel::describe_exit(last_exit_)
+                     : "the tuning worker did not start within " + fmt_seconds(worker_.setup_s));
   }
 
   // Waits up to `grace` for the worker to exit (it does after a sticky error or EOF), then kills
   // it. Returns its wait status (0 if there was no worker).
   int reap(std::chrono::milliseconds grace) {
-    if (fd_ >= 0) ::close(fd_), fd_ = -1;
-    if (pid_ < 0) return last_exit_;
-    int wstatus = 0;
-    const auto until = Clock::now() + grace;
-    for (;;) {
-      const pid_t r = ::waitpid(pid_, &wstatus, WNOHANG);
-      if (r == pid_ || (r < 0 && errno != EINTR)) break;
-      if (Clock::now() >= until) {
-        ::kill(pid_, SIGKILL);
-        while (::waitpid(pid_, &wstatus, 0) < 0 && errno == EINTR) {
-        }
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    if (pid_ < 0 && fd_ < 0) return last_exit_;
+    channel::Child child{pid_, fd_};
+    const bool had_child = pid_ >= 0;
+    const int wstatus = channel::reap(child, grace);
     pid_ = -1;
+    fd_ = -1;
     ready_ = false;
-    last_exit_ = wstatus;
-    return wstatus;
+    if (had_child) last_exit_ = wstatus;
+    return last_exit_;
   }
   void kill_worker() {
     if (pid_ >= 0) ::kill(pid_, SIGKILL);
@@ -454,8 +286,7 @@ std::unique_ptr<CandidateRunner> make_worker_runner(const DeviceInfo& device, co
 }
 
 int run_tuning_worker(int fd) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() == 1) return 1;  // the parent died before we could ask to die with it
+  if (!channel::die_with_parent()) return 1;  // the parent died before we could ask
   auto fail = [fd](ErrorCode code, const std::string& message) {
     Writer w;
     w.u64(static_cast<std::uint64_t>(code)).str(message);
@@ -470,7 +301,7 @@ int run_tuning_worker(int fd) {
   std::unique_ptr<Problem> problem;
   const Family* family = nullptr;
   try {
-    Reader r(init->second);
+    Reader r(init->second, kWho);
     family = &find_family(r.str());
     problem = std::make_unique<Problem>(family->parse_problem(r.str()));
     const int ordinal = static_cast<int>(r.u64());
@@ -511,23 +342,10 @@ int run_tuning_worker(int fd) {
     Measurement m;
     ResultRecord row;
     try {
-      Reader r(frame->second);
+      Reader r(frame->second, kWho);
       const std::size_t index = r.u64();
       const Config config = parse_config(r.str());
-      CompileResult compiled;
-      compiled.cubin = r.bytes();
-      compiled.lowered_names.resize(r.u64());
-      for (auto& name : compiled.lowered_names) name = r.str();
-      compiled.resources.resize(r.u64());
-      for (auto& res : compiled.resources) {
-        res.mangled_name = r.str();
-        res.registers = static_cast<int>(r.u64());
-        res.barriers = static_cast<int>(r.u64());
-        res.smem_static = static_cast<int>(r.u64());
-        res.stack_frame = static_cast<int>(r.u64());
-        res.spill_stores = static_cast<int>(r.u64());
-        res.spill_loads = static_cast<int>(r.u64());
-      }
+      const CompileResult compiled = channel::read_compiled(r);
       m = runner->measure(index, config, &compiled, {}, row);
     } catch (const Error& e) {
       return fail(e.code(), e.what());

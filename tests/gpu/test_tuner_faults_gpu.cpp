@@ -67,6 +67,8 @@ TuneOptions worker_options() {
   o.progress = false;
   o.timing.repeats = 5;
   o.worker.command = {testing::ktune_cli().c_str(), "__worker"};
+  // Compiled in compiler processes, as the ktune command compiles.
+  o.compiler_command = {testing::ktune_cli().c_str(), "__compiler"};
   o.worker.floor_s = 1.0;
   o.worker.first_s = 5.0;  // the endless loop may come before any good candidate
   return o;

@@ -1,0 +1,242 @@
+// Host tests: NVRTC in child processes (tuner/compilers.hpp). The children are the real ktune
+// executable (`ktune __compiler`) running real NVRTC; children that die or hang are small shell
+// commands standing in for an NVRTC that crashes or never ends on a source.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "db/database.hpp"
+#include "families/registry.hpp"
+#include "ktune/error.hpp"
+#include "platform/nvrtc.hpp"
+#include "temp_dir.hpp"
+#include "tests/ktune_cli.hpp"
+#include "tuner/compilers.hpp"
+#include "tuner/runner.hpp"
+#include "tuner/tuner.hpp"
+
+namespace ktune {
+namespace {
+
+std::vector<std::string> compiler_command() { return {testing::ktune_cli(), "__compiler"}; }
+
+CompileRequest scale_request(int n) {
+  CompileRequest r;
+  r.source_name = "demo.cu";
+  r.source = R"(
+#include "demo_common.cuh"
+namespace demo {
+template <int N> __global__ void scale(float* p) {
+  __shared__ float tile[N];
+  tile[threadIdx.x % N] = p[threadIdx.x];
+  __syncthreads();
+  p[threadIdx.x] = tile[(threadIdx.x + 1) % N] * DEMO_FACTOR;
+}
+}
+)";
+  // A macro, not a namespace-scope constant: such a constant's symbol in the CUBIN is named with
+  // a number of the compiling process's, so its CUBIN differs from process to process.
+  r.headers = {{"demo_common.cuh", "#define DEMO_FACTOR 3.0f"}};
+  r.name_expressions = {"demo::scale<" + std::to_string(n) + ">", "demo::scale<32>"};
+  r.options = {"-DKTUNE_TEST_OPTION=1"};
+  r.arch = "sm_90";
+  return r;
+}
+
+// What a child compiles is what this process compiles: the same CUBIN, names, ptxas figures.
+TEST(Compilers, AChildCompilesWhatThisProcessCompiles) {
+  Compilers compilers(compiler_command(), 2);
+  EXPECT_EQ(compilers.size(), 2u);
+  const CompileRequest request = scale_request(64);
+  const CompileResult here = compile(request);
+  const CompileResult there = compilers.compile(request);
+  EXPECT_EQ(there.cubin, here.cubin);
+  EXPECT_EQ(there.lowered_names, here.lowered_names);
+  ASSERT_EQ(there.resources.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(there.resources[i].mangled_name, here.resources[i].mangled_name);
+    EXPECT_EQ(there.resources[i].registers, here.resources[i].registers);
+    EXPECT_EQ(there.resources[i].smem_static, here.resources[i].smem_static);
+  }
+  EXPECT_EQ(there.resources[0].smem_static, 64 * 4);
+  // The log as ptxas wrote it (its compile times differ from run to run).
+  EXPECT_NE(there.log.find("Compiling entry function '" + here.lowered_names[0] + "' for 'sm_90'"),
+            std::string::npos)
+      << there.log;
+  EXPECT_GT(there.compile_ms, 0);
+  EXPECT_EQ(compilers.restarts(), 0);
+}
+
+// Several threads at once, each its own request: each gets its own kernel back.
+TEST(Compilers, ThreadsCompileAtOnceEachGettingItsOwnKernel) {
+  Compilers compilers(compiler_command(), 2);
+  std::vector<std::future<CompileResult>> results;
+  const std::vector<int> sizes = {64, 128, 256, 512, 1024, 96};
+  for (const int n : sizes)
+    results.push_back(std::async(std::launch::async,
+                                 [&compilers, n] { return compilers.compile(scale_request(n)); }));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const CompileResult c = results[i].get();
+    ASSERT_EQ(c.resources.size(), 2u);
+    EXPECT_EQ(c.resources[0].smem_static, sizes[i] * 4) << "request " << i;
+  }
+  EXPECT_EQ(compilers.restarts(), 0);
+}
+
+// NVRTC's refusal comes back as this process's compile() gives it: kCompile, the log and the
+// options in the details; the child serves the next request.
+TEST(Compilers, ACompileErrorComesBackWithTheLogAndTheChildServesOn) {
+  Compilers compilers(compiler_command(), 1);
+  CompileRequest broken;
+  broken.source_name = "broken.cu";
+  broken.source = "__global__ void k() { this_is_not_declared = 1; }";
+  broken.name_expressions = {"k"};
+  try {
+    compilers.compile(broken);
+    FAIL() << "compiled a broken source";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCompile);
+    EXPECT_NE(std::string(e.what()).find("broken.cu"), std::string::npos) << e.what();
+    EXPECT_NE(e.details().find("this_is_not_declared"), std::string::npos) << e.details();
+    EXPECT_NE(e.details().find("--gpu-architecture=sm_90"), std::string::npos) << e.details();
+  }
+  EXPECT_FALSE(compilers.compile(scale_request(64)).cubin.empty());
+  EXPECT_EQ(compilers.restarts(), 0);
+}
+
+// A child that dies on a request (as NVRTC crashing on a source would) is the request's compile
+// error, with how it died; the next request gets a new child.
+TEST(Compilers, AChildThatDiesIsTheCompilesErrorAndIsStartedAgain) {
+  // Reads the request's first byte from its descriptor, then kills itself with SIGSEGV.
+  Compilers compilers({"/bin/sh", "-c", "head -c 1 <&\"$1\" > /dev/null; kill -SEGV $$", "sh"}, 1);
+  for (int round = 0; round < 2; ++round) {
+    try {
+      compilers.compile(scale_request(64));
+      FAIL() << "a child that died gave a result";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCompile);
+      EXPECT_NE(std::string(e.what()).find("the compiler process died compiling demo.cu"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("Segmentation fault"), std::string::npos) << e.what();
+      EXPECT_NE(e.details().find("demo::scale<64>"), std::string::npos) << e.details();
+    }
+  }
+  EXPECT_EQ(compilers.restarts(), 1);  // the second request's child
+}
+
+// A child that never answers is killed at the limit, the request's compile error.
+TEST(Compilers, AChildPastTheLimitIsKilled) {
+  Compilers compilers({"/bin/sh", "-c", "exec sleep 60", "sh"}, 1, 0.3);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    compilers.compile(scale_request(64));
+    FAIL() << "a child that never answered gave a result";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCompile);
+    EXPECT_NE(
+        std::string(e.what()).find("NVRTC did not finish within 0.3 s; compiler process killed"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+}
+
+TEST(Compilers, ACommandThatCannotStartIsRefusedAtOnce) {
+  try {
+    Compilers compilers({"/nonexistent/ktune", "__compiler"}, 2);
+    FAIL() << "started children from a missing executable";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("cannot start a compiler process /nonexistent/ktune"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The tuning loop with compiler processes: the same candidates compiled, each binary as this
+// process compiles it. A synthetic runner stands in for the GPU (it measures nothing real).
+class BinaryKeepingRunner final : public CandidateRunner {
+ public:
+  BinaryKeepingRunner() {
+    info_.name = "NVIDIA H100 80GB HBM3";
+    info_.limits = DeviceLimits::for_arch(9, 0);
+    info_.limits.sm_count = 132;
+  }
+  const DeviceInfo& device() const override { return info_; }
+  bool compiles() const override { return true; }
+  Measurement measure(std::size_t, const Config& config, const CompileResult* compiled,
+                      const std::string&, ResultRecord&) override {
+    Measurement m;
+    if (!compiled || compiled->cubin.empty()) {
+      m.status = status::kLaunchError;
+      m.message = "no binary";
+      return m;
+    }
+    binaries[to_string(config)] = compiled->cubin;
+    m.status = status::kOk;
+    m.timing.min_ms = m.timing.median_ms = m.timing.max_ms = 1.0;
+    m.timing.repeats = 1;
+    m.metric = 1.0;
+    return m;
+  }
+  std::map<std::string, std::vector<char>> binaries;
+
+ private:
+  DeviceInfo info_;
+};
+
+TEST(Compilers, ATuneCompilesInChildrenWhatItWouldCompileHere) {
+  const Family& family = find_family("elementwise");
+  const Problem problem = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 5;
+  o.progress = false;
+  o.compile_threads = 2;
+  o.launch_variants = false;
+  o.reuse_binaries = false;
+
+  testing::TempDir dir;
+  Database here_db(dir.file("here.db"));
+  BinaryKeepingRunner here;
+  const TuneSummary a = tune(here_db, here, family, problem, o);
+
+  o.compiler_command = compiler_command();
+  Database there_db(dir.file("there.db"));
+  BinaryKeepingRunner there;
+  const TuneSummary b = tune(there_db, there, family, problem, o);
+
+  EXPECT_FALSE(a.compile_processes);
+  EXPECT_TRUE(b.compile_processes);
+  EXPECT_EQ(b.evaluated, 5u);
+  EXPECT_EQ(b.ok, 5u);
+  EXPECT_EQ(b.compiled, 5u);
+  EXPECT_EQ(there.binaries, here.binaries);
+}
+
+// A tune whose compiler processes cannot start stops with the reason and records no candidate.
+TEST(Compilers, ATuneWhoseCompilersCannotStartRecordsNothing) {
+  const Family& family = find_family("elementwise");
+  const Problem problem = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 3;
+  o.progress = false;
+  o.compile_threads = 2;
+  o.compiler_command = {"/nonexistent/ktune", "__compiler"};
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  BinaryKeepingRunner runner;
+  EXPECT_THROW(tune(db, runner, family, problem, o), Error);
+  ResultFilter all;
+  EXPECT_TRUE(db.results(all).empty());
+}
+
+}  // namespace
+}  // namespace ktune
