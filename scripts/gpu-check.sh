@@ -391,8 +391,8 @@ PY
       # check --family gemm --sample SCALING_SAMPLE --compile-in-process` (24) as each arm of
       # SCALING_ARMS ("1x1 1x8 1x16 2x8 4x4 16x1": processes x threads), every process with a new
       # HOME, XDG_CACHE_HOME and TMPDIR and CUDA_CACHE_DISABLE=1, and a seed of its own (no kernel
-      # compiled twice), the arms in turn, SCALING_ROUNDS rounds (2). One line an arm: the processes' kernels, the wall
-      # time, kernels a second ($OUT/compile-scaling.txt).
+      # compiled twice), the arms in turn, SCALING_ROUNDS rounds (2). One line an arm: the
+      # processes' kernels, the wall time, kernels a second ($OUT/compile-scaling.txt).
       seed=$((${SCALING_SEED:-1000}))
       for round in $(seq "${SCALING_ROUNDS:-2}"); do
         for arm in ${SCALING_ARMS:-1x1 1x8 1x16 2x8 4x4 16x1}; do
