@@ -327,8 +327,10 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                       << failed_text(s) << "), " << s.already_done
                       << " from earlier runs; stopped: " << s.stop_reason << "; "
                       << fixed(s.seconds, 1) << " s; " << s.compiled << " compiles on "
-                      << s.compile_threads << " threads ("
-                      << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1) << " per s), "
+                      << s.compile_threads
+                      << (s.compile_processes ? " compiler processes (" : " threads (")
+                      << fixed(s.seconds > 0 ? s.compiled / s.seconds : 0, 1) << " per s, "
+                      << fixed(s.compiled ? s.compile_seconds / s.compiled : 0, 2) << " s each), "
                       << s.reused << " from the binary cache, " << s.shared
                       << " sharing another candidate's compile, " << s.launch_variants
                       << " launch variants measured while compiles ran, GPU waited on compiles "

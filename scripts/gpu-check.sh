@@ -384,6 +384,9 @@ PY
               >> "$OUT/compile-ab.txt"
           done
         done < "${COMPILE_AB_FILE:?COMPILE_AB_FILE: a file of DTYPE MxNxK:OP lines}"
+        # The rows (each candidate's compile_ms among them), for a closer look.
+        gzip -c "$tdb" > "$OUT/compile-ab-r$round-threads.db.gz"
+        gzip -c "$pdb" > "$OUT/compile-ab-r$round-processes.db.gz"
       done
       ;;
     compile-scaling)
