@@ -337,6 +337,24 @@ PY
           --compact -o "$OUT/cross-draw-$CROSS_SEED-$d.json"
       done
       ;;
+    cross-shapes)
+      # As cross-draw, on the shapes of CROSS_SHAPES_FILE (lines "DTYPE MxNxK:OP", m and n over
+      # 16): every GEMM winner of this architecture in the shipped presets measured on each,
+      # CROSS_SECONDS (3) a shape, this GPU's measurements exported
+      # ($OUT/cross-shapes-DTYPE.json) for a host guard on shapes a draw holds few of.
+      for d in ${CROSS_DTYPES:-f32 f64}; do
+        mapfile -t shapes < <(dtype_shapes "$d" \
+          "${CROSS_SHAPES_FILE:?CROSS_SHAPES_FILE: a file of DTYPE MxNxK:OP lines}")
+        ((${#shapes[@]})) || continue
+        ddb=$(mktemp -d)/shapes.db
+        for spec in "${shapes[@]}"; do
+          measure_winners "cross-shapes-$d-${spec/:/-}" "$ddb" "$d" "${CROSS_SECONDS:-3}" \
+            --shape "${spec%%:*}" --op "${spec##*:}"
+        done
+        run_export "cross-shapes-export-$d" "$KTUNE" db export --db "$ddb" --family gemm --own \
+          --compact -o "$OUT/cross-shapes-$d.json"
+      done
+      ;;
     shapes-tune)
       # Each line "DTYPE MxNxK:OP" of SHAPES_FILE (blank lines and # comments skipped) tuned into
       # one new database (SHAPES_EVALS evaluations, 40; SHAPES_SECONDS at most a shape, 10; m or
