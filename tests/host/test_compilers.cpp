@@ -2,8 +2,10 @@
 // executable (`ktune __compiler`) running real NVRTC; children that die or hang are small shell
 // commands standing in for an NVRTC that crashes or never ends on a source.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <map>
 #include <set>
@@ -16,6 +18,7 @@
 #include "platform/nvrtc.hpp"
 #include "temp_dir.hpp"
 #include "tests/ktune_cli.hpp"
+#include "tuner/channel.hpp"
 #include "tuner/compilers.hpp"
 #include "tuner/runner.hpp"
 #include "tuner/tuner.hpp"
@@ -157,6 +160,34 @@ TEST(Compilers, ACommandThatCannotStartIsRefusedAtOnce) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A compiler child on a frame that is not a request (a truncated one, one that claims more
+// elements than it holds) answers with an error, allocates nothing for the claim and serves on;
+// on a descriptor that is no tuner's socket it exits.
+TEST(Compilers, AChildRefusesAMalformedRequestAndAWrongPeer) {
+  channel::Child child = channel::spawn(compiler_command(), "a compiler process");
+  auto ask = [&child](const std::string& payload) {
+    EXPECT_TRUE(channel::send_frame(child.fd, 1, payload));
+    const auto answer = channel::read_frame(child.fd);
+    EXPECT_TRUE(answer.has_value());
+    if (!answer) return std::string();
+    EXPECT_EQ(answer->first, 11u);  // failed
+    channel::Reader r(answer->second, "test");
+    EXPECT_EQ(static_cast<ErrorCode>(r.u64()), ErrorCode::kInternal);
+    return r.str();
+  };
+  EXPECT_NE(ask("xy").find("compiler process: truncated message"), std::string::npos);
+  channel::Writer huge;  // a source name, a source, then 2^40 headers that are not there
+  huge.str("a.cu").str("x").u64(std::uint64_t{1} << 40);
+  EXPECT_NE(ask(huge.data()).find("truncated message"), std::string::npos);
+  channel::reap(child, std::chrono::seconds(5));
+
+  const auto start = std::chrono::steady_clock::now();
+  const int status =
+      std::system((std::string("'") + testing::ktune_cli() + "' __compiler 0 </dev/null").c_str());
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
 }
 
 // The tuning loop with compiler processes: the same candidates compiled, each binary as this
