@@ -338,6 +338,10 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                       << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
                       << "% of the run, " << fixed(s.first_wait_seconds, 1)
                       << " s of it for the first compile)\n";
+            if (s.compiler_restarts)
+              std::cerr << "ktune: " << who << s.compiler_restarts
+                        << " compiler process(es) restarted after NVRTC crashed or hung (those "
+                           "candidates are recorded as compile_error)\n";
             if (s.worker_restarts)
               std::cerr << "ktune: " << who << s.worker_restarts
                         << " worker(s) restarted after a fault or a timeout\n";

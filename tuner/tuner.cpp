@@ -703,6 +703,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   summary.compile_threads = pool.size();
   summary.compile_processes = compilers != nullptr;
   summary.worker_restarts = runner.restarts();
+  if (compilers) summary.compiler_restarts = compilers->restarts();
   return summary;
 }
 

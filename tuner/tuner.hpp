@@ -96,6 +96,7 @@ struct TuneSummary {
   double first_wait_seconds = 0;     // of which until the first kernel this run compiled
   std::size_t cached_first = 0;      // kernels of other problems' candidates taken first
   int worker_restarts = 0;           // workers replaced after a fault or a timeout
+  int compiler_restarts = 0;         // compiler processes replaced after a crash or a hang
   std::optional<ResultRecord> best;  // best ok result for the problem (this run or earlier)
 };
 

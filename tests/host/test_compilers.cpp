@@ -249,6 +249,32 @@ TEST(Compilers, ATuneCompilesInChildrenWhatItWouldCompileHere) {
   EXPECT_EQ(b.ok, 5u);
   EXPECT_EQ(b.compiled, 5u);
   EXPECT_EQ(there.binaries, here.binaries);
+  EXPECT_EQ(b.compiler_restarts, 0);
+}
+
+// A tune whose compiler dies on every request: each candidate a compile_error naming the death,
+// the children started again, the run completed.
+TEST(Compilers, ATuneWhoseCompilerCrashesRecordsEachCandidatesCompileError) {
+  const Family& family = find_family("elementwise");
+  const Problem problem = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  TuneOptions o;
+  o.strategy = "random";
+  o.max_evals = 3;
+  o.progress = false;
+  o.compile_threads = 1;
+  o.launch_variants = false;
+  o.compiler_command = {"/bin/sh", "-c", "head -c 1 <&\"$1\" > /dev/null; kill -SEGV $$", "sh"};
+  testing::TempDir dir;
+  Database db(dir.file("t.db"));
+  BinaryKeepingRunner runner;
+  const TuneSummary s = tune(db, runner, family, problem, o);
+  EXPECT_EQ(s.evaluated, 3u);
+  EXPECT_EQ(s.failed_by_status.at(status::kCompileError), 3u);
+  EXPECT_EQ(s.compiler_restarts, 2);  // the first child died on the first; two more started
+  EXPECT_TRUE(runner.binaries.empty());
+  ResultFilter all;
+  for (const ResultRecord& r : db.results(all))
+    EXPECT_NE(r.message.find("the compiler process died"), std::string::npos) << r.message;
 }
 
 // A tune whose compiler processes cannot start stops with the reason and records no candidate.
