@@ -222,15 +222,26 @@ class BinaryKeepingRunner final : public CandidateRunner {
   DeviceInfo info_;
 };
 
-TEST(Compilers, ATuneCompilesInChildrenWhatItWouldCompileHere) {
-  const Family& family = find_family("elementwise");
-  const Problem problem = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+// A short random tune of a copy on `threads` compile threads, no launch variants.
+TuneOptions copy_tune(std::size_t evals, unsigned threads) {
   TuneOptions o;
   o.strategy = "random";
-  o.max_evals = 5;
+  o.max_evals = evals;
   o.progress = false;
-  o.compile_threads = 2;
+  o.compile_threads = threads;
   o.launch_variants = false;
+  return o;
+}
+
+const Problem& copy_problem() {
+  static const Problem p = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
+  return p;
+}
+
+TEST(Compilers, ATuneCompilesInChildrenWhatItWouldCompileHere) {
+  const Family& family = find_family("elementwise");
+  const Problem& problem = copy_problem();
+  TuneOptions o = copy_tune(5, 2);
   o.reuse_binaries = false;
 
   testing::TempDir dir;
@@ -256,13 +267,8 @@ TEST(Compilers, ATuneCompilesInChildrenWhatItWouldCompileHere) {
 // the children started again, the run completed.
 TEST(Compilers, ATuneWhoseCompilerCrashesRecordsEachCandidatesCompileError) {
   const Family& family = find_family("elementwise");
-  const Problem problem = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
-  TuneOptions o;
-  o.strategy = "random";
-  o.max_evals = 3;
-  o.progress = false;
-  o.compile_threads = 1;
-  o.launch_variants = false;
+  const Problem& problem = copy_problem();
+  TuneOptions o = copy_tune(3, 1);
   o.compiler_command = {"/bin/sh", "-c", "head -c 1 <&\"$1\" > /dev/null; kill -SEGV $$", "sh"};
   testing::TempDir dir;
   Database db(dir.file("t.db"));
@@ -280,12 +286,8 @@ TEST(Compilers, ATuneWhoseCompilerCrashesRecordsEachCandidatesCompileError) {
 // A tune whose compiler processes cannot start stops with the reason and records no candidate.
 TEST(Compilers, ATuneWhoseCompilersCannotStartRecordsNothing) {
   const Family& family = find_family("elementwise");
-  const Problem problem = Problem::parse("elementwise", "align=16;dtype=f32;n=1048576;op=copy");
-  TuneOptions o;
-  o.strategy = "random";
-  o.max_evals = 3;
-  o.progress = false;
-  o.compile_threads = 2;
+  const Problem& problem = copy_problem();
+  TuneOptions o = copy_tune(3, 2);
   o.compiler_command = {"/nonexistent/ktune", "__compiler"};
   testing::TempDir dir;
   Database db(dir.file("t.db"));

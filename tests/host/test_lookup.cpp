@@ -41,6 +41,14 @@ DeviceInfo h200_device() {
   return d;
 }
 
+// An H100 as its driver describes it to the model (memory clock and bus: 3.35 TB/s).
+DeviceInfo h100_device() {
+  DeviceInfo d = device("NVIDIA H100 80GB HBM3", 9, 0, 132);
+  d.memory_clock_khz = 2619000;
+  d.memory_bus_bits = 5120;
+  return d;
+}
+
 // problem -> normalized configuration -> the fastest ok GEMM time of the current template that
 // `device` measured.
 std::map<std::string, std::map<std::string, double>> gemm_times(Database& db,
@@ -411,9 +419,7 @@ TEST_F(Predicted, AMeasurementMovedToFewerBlocksAnSmSlowsEachBlock) {
 // 3.35 TB/s, 0.030 of the 0.0516 ms, its main loop was left 0.019 ms and the tile ranked first
 // there at 0.0155 ms (the H100's presets stage ran that shape at 0.70 x cuBLAS).
 TEST_F(Predicted, ASplitMeasurementsReductionIsTakenAtItsOwnGpusBandwidth) {
-  DeviceInfo h100 = device("NVIDIA H100 80GB HBM3", 9, 0, 132);
-  h100.memory_clock_khz = 2619000;
-  h100.memory_bus_bits = 5120;
+  const DeviceInfo h100 = h100_device();
   const double h100_bandwidth = dram_bandwidth(h100.memory_clock_khz, h100.memory_bus_bits);
   const double h200_bandwidth = dram_bandwidth(h200_.memory_clock_khz, h200_.memory_bus_bits);
   ASSERT_GT(h200_bandwidth, 1.3 * h100_bandwidth);
@@ -1003,13 +1009,10 @@ TEST(PredictedOnFreshShapes, TheRankingAndThePredictionsHoldOnARandomDraw) {
 // heavier k in the distance ranked 0.784 -> 0.802 (f32) and 0.748 -> 0.767 (f64), and on this draw
 // 0.948 -> 0.924 and 0.934 -> 0.933: a set chosen where the model failed rewards any change.
 TEST(PredictedOnFreshShapes, TheH100sRankingHoldsOnItsOwnMeasurementsOfARandomDraw) {
-  DeviceInfo h100 = device("NVIDIA H100 80GB HBM3", 9, 0, 132);
-  h100.memory_clock_khz = 2619000;
-  h100.memory_bus_bits = 5120;
   const RankingOnMeasured r =
       rank_on_measured({"2026-12-07_h100_cross_winners_random_seed20262977_f32_f697957",
                         "2026-12-07_h100_cross_winners_random_seed20262977_f64_f697957"},
-                       h100);
+                       h100_device());
   ASSERT_GE(r.problems, 100u) << "the template changed: measure the winners on the draw again";
   print("h100 draw", r);
   // At f697957: 106 ranked, 0.941, 6 below 0.8; f32 0.106 (2652), f64 0.103 (1575). With each
@@ -1029,13 +1032,10 @@ TEST(PredictedOnFreshShapes, TheH100sRankingHoldsOnItsOwnMeasurementsOfARandomDr
 // 0.840): the ranking is not what these shapes lack (docs/GEMM.md, "Compiler processes; the H100's
 // presets stage on eight fresh seeds"). A guard where the draws hold few such shapes.
 TEST(PredictedOnFreshShapes, TheH100sRankingHoldsOnHugeKWithAMidSizedOutput) {
-  DeviceInfo h100 = device("NVIDIA H100 80GB HBM3", 9, 0, 132);
-  h100.memory_clock_khz = 2619000;
-  h100.memory_bus_bits = 5120;
   const RankingOnMeasured r =
       rank_on_measured({"2026-12-07_h100_cross_winners_hugek_midoutput_f32_60a953c",
                         "2026-12-07_h100_cross_winners_hugek_midoutput_f64_60a953c"},
-                       h100);
+                       h100_device());
   ASSERT_GE(r.problems, 60u) << "the template changed: measure the winners on the shapes again";
   print("h100 hugek", r);
   // At 60a953c: 60 ranked, 0.959, 0 below 0.8; f32 0.127 (904), f64 0.119 (687).
