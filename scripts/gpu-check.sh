@@ -387,7 +387,8 @@ PY
       # process a thread (arm processes, the default), alternating shape by shape, each arm in a
       # new database of its own that its shapes share (the binary cache across problems, as a
       # user tuning shapes one after the other has it), COMPILE_AB_ROUNDS rounds (1). The tuner's
-      # summary line of each tune in $OUT/compile-ab.txt: compiles a second, the GPU's wait.
+      # summary line of each tune in $OUT/compile-ab.txt: compiles a second, a compile's mean
+      # time, the GPU's wait. (The databases stay: with their binaries, too large to bring back.)
       for round in $(seq "${COMPILE_AB_ROUNDS:-1}"); do
         tdb=$(mktemp -d)/threads.db pdb=$(mktemp -d)/processes.db
         while read -r d spec _; do
@@ -402,9 +403,6 @@ PY
               >> "$OUT/compile-ab.txt"
           done
         done < "${COMPILE_AB_FILE:?COMPILE_AB_FILE: a file of DTYPE MxNxK:OP lines}"
-        # The rows (each candidate's compile_ms among them), for a closer look.
-        gzip -c "$tdb" > "$OUT/compile-ab-r$round-threads.db.gz"
-        gzip -c "$pdb" > "$OUT/compile-ab-r$round-processes.db.gz"
       done
       ;;
     compile-scaling)
