@@ -1,7 +1,6 @@
 // NVRTC in child processes (tuner/compilers.hpp): the parent's slots and the child's loop.
 #include "tuner/compilers.hpp"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -141,17 +140,24 @@ CompileResult Compilers::compile(const CompileRequest& request) {
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(limit_s_));
   std::optional<std::pair<std::uint32_t, std::string>> frame;
-  if (channel::send_frame(slot.fd, static_cast<std::uint32_t>(Msg::kCompile), w.data())) {
-    if (!channel::wait_readable(slot.fd, deadline)) {
-      ::kill(slot.pid, SIGKILL);
-      end_child(std::chrono::seconds(0));
-      char limit[32];
-      std::snprintf(limit, sizeof limit, "%.3g s", limit_s_);
-      throw Error(ErrorCode::kCompile,
-                  std::string("NVRTC did not finish within ") + limit + "; compiler process killed",
-                  what_of(request));
+  bool answered = true;  // false: the child is past the limit
+  try {
+    if (channel::send_frame(slot.fd, static_cast<std::uint32_t>(Msg::kCompile), w.data())) {
+      answered = channel::wait_readable(slot.fd, deadline) != 0;
+      if (answered) frame = channel::read_frame(slot.fd);
     }
-    frame = channel::read_frame(slot.fd);
+  } catch (...) {
+    // poll failed: the child's answer may still come, and would be read as the next request's.
+    end_child(std::chrono::seconds(0));
+    throw;
+  }
+  if (!answered) {
+    end_child(std::chrono::seconds(0));  // killed: no grace
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%.3g s", limit_s_);
+    throw Error(ErrorCode::kCompile,
+                std::string("NVRTC did not finish within ") + limit + "; compiler process killed",
+                what_of(request));
   }
   if (!frame) {
     const int status = end_child(std::chrono::seconds(10));
