@@ -342,7 +342,8 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
       ->type_name("MS")
       ->check(real_in(0, 1e9))
       ->capture_default_str();
-  app->add_option("--jobs", t.jobs, "compile threads (0: one per core)")
+  app->add_option("--jobs", t.jobs,
+                  "compile threads, each with a compiler process of its own (0: one per core)")
       ->check(integer_in(0, 1024))
       ->capture_default_str();
   app->add_flag("--compile-in-process", t.compile_in_process,
@@ -520,7 +521,9 @@ int main(int argc, char** argv) {
                    "target architecture, e.g. sm_90 (one NVRTC supports)")
       ->capture_default_str();
   check->add_option("--family", check_args.family, "only this family");
-  check->add_option("--jobs", check_args.jobs, "compile threads (0: one per core)")
+  check
+      ->add_option("--jobs", check_args.jobs,
+                   "compile threads, each with a compiler process of its own (0: one per core)")
       ->check(integer_in(0, 1024))
       ->capture_default_str();
   check->add_flag("--compile-in-process", check_args.compile_in_process,
