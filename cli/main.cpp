@@ -377,21 +377,20 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A tuning worker started by `tune` (tuner/worker.hpp): not a command for users.
-  if (argc == 3 && std::string(argv[1]) == "__worker") {
+  // The tuner's child processes, started by `tune` (and `check`) on a socket's descriptor: not
+  // commands for users. A tuning worker (tuner/worker.hpp) and a compiler (tuner/compilers.hpp).
+  struct Child {
+    const char* command;
+    const char* name;
+    int (*serve)(int fd);
+  };
+  for (const Child& child : {Child{"__worker", "worker", &ktune::run_tuning_worker},
+                             Child{"__compiler", "compiler", &ktune::run_compiler}}) {
+    if (argc != 3 || std::string(argv[1]) != child.command) continue;
     try {
-      return ktune::run_tuning_worker(std::stoi(argv[2]));
+      return child.serve(std::stoi(argv[2]));
     } catch (const std::exception& e) {
-      std::cerr << "ktune worker: " << e.what() << "\n";
-      return kExitError;
-    }
-  }
-  // A compiler process started by `tune` and `check` (tuner/compilers.hpp): not a command either.
-  if (argc == 3 && std::string(argv[1]) == "__compiler") {
-    try {
-      return ktune::run_compiler(std::stoi(argv[2]));
-    } catch (const std::exception& e) {
-      std::cerr << "ktune compiler: " << e.what() << "\n";
+      std::cerr << "ktune " << child.name << ": " << e.what() << "\n";
       return kExitError;
     }
   }

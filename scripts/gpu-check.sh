@@ -92,6 +92,19 @@ tune_shapes() {
   done
 }
 
+# Every GEMM winner of this architecture in the shipped presets measured on the shapes $5...
+# (MxNxK:OP) of dtype $3, CROSS_SECONDS (3) a shape, into the database $2 (steps $1-SHAPE); this
+# GPU's measurements exported to $4.
+cross_shapes() {
+  local tag=$1 db=$2 d=$3 json=$4 spec
+  shift 4
+  for spec in "$@"; do
+    measure_winners "$tag-${spec/:/-}" "$db" "$d" "${CROSS_SECONDS:-3}" \
+      --shape "${spec%%:*}" --op "${spec##*:}"
+  done
+  run_export "$tag-export" "$KTUNE" db export --db "$db" --family gemm --own --compact -o "$json"
+}
+
 # The shapes of dtype $1 in the file $2 (lines "DTYPE MxNxK:OP"; others skipped), one a line.
 dtype_shapes() {
   awk -v d="$1" '$1 == d { print $2 }' "$2"
@@ -329,12 +342,7 @@ PY
           --seed "$CROSS_SEED" --dtype "$d" --list-shapes |
           awk -v d="$d" '$1 == d && $2 ~ /^[0-9]+$/ && $4 > 16 && $5 > 16 {
             print $4 "x" $5 "x" $6 ":" $3 }')
-        for spec in "${shapes[@]}"; do
-          measure_winners "cross-draw-$d-${spec/:/-}" "$ddb" "$d" "${CROSS_SECONDS:-3}" \
-            --shape "${spec%%:*}" --op "${spec##*:}"
-        done
-        run_export "cross-draw-export-$d" "$KTUNE" db export --db "$ddb" --family gemm --own \
-          --compact -o "$OUT/cross-draw-$CROSS_SEED-$d.json"
+        cross_shapes "cross-draw-$d" "$ddb" "$d" "$OUT/cross-draw-$CROSS_SEED-$d.json" "${shapes[@]}"
       done
       ;;
     cross-shapes)
@@ -346,13 +354,8 @@ PY
         mapfile -t shapes < <(dtype_shapes "$d" \
           "${CROSS_SHAPES_FILE:?CROSS_SHAPES_FILE: a file of DTYPE MxNxK:OP lines}")
         ((${#shapes[@]})) || continue
-        ddb=$(mktemp -d)/shapes.db
-        for spec in "${shapes[@]}"; do
-          measure_winners "cross-shapes-$d-${spec/:/-}" "$ddb" "$d" "${CROSS_SECONDS:-3}" \
-            --shape "${spec%%:*}" --op "${spec##*:}"
-        done
-        run_export "cross-shapes-export-$d" "$KTUNE" db export --db "$ddb" --family gemm --own \
-          --compact -o "$OUT/cross-shapes-$d.json"
+        cross_shapes "cross-shapes-$d" "$(mktemp -d)/shapes.db" "$d" "$OUT/cross-shapes-$d.json" \
+          "${shapes[@]}"
       done
       ;;
     shapes-tune)

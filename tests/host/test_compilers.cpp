@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <future>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "families/registry.hpp"
 #include "ktune/error.hpp"
 #include "platform/nvrtc.hpp"
+#include "synthetic_compiled_runner.hpp"
 #include "temp_dir.hpp"
 #include "tests/ktune_cli.hpp"
 #include "tuner/channel.hpp"
@@ -191,36 +191,16 @@ TEST(Compilers, AChildRefusesAMalformedRequestAndAWrongPeer) {
 }
 
 // The tuning loop with compiler processes: the same candidates compiled, each binary as this
-// process compiles it. A synthetic runner stands in for the GPU (it measures nothing real).
-class BinaryKeepingRunner final : public CandidateRunner {
- public:
-  BinaryKeepingRunner() {
-    info_.name = "NVIDIA H100 80GB HBM3";
-    info_.limits = DeviceLimits::for_arch(9, 0);
-    info_.limits.sm_count = 132;
-  }
-  const DeviceInfo& device() const override { return info_; }
-  bool compiles() const override { return true; }
-  Measurement measure(std::size_t, const Config& config, const CompileResult* compiled,
-                      const std::string&, ResultRecord&) override {
-    Measurement m;
-    if (!compiled || compiled->cubin.empty()) {
-      m.status = status::kLaunchError;
-      m.message = "no binary";
-      return m;
-    }
-    binaries[to_string(config)] = compiled->cubin;
-    m.status = status::kOk;
-    m.timing.min_ms = m.timing.median_ms = m.timing.max_ms = 1.0;
-    m.timing.repeats = 1;
-    m.metric = 1.0;
-    return m;
-  }
-  std::map<std::string, std::vector<char>> binaries;
+// process compiles it (SyntheticCompiledRunner stands in for the GPU).
+using testing::SyntheticCompiledRunner;
 
- private:
-  DeviceInfo info_;
-};
+// configuration -> the binary the runner was given for it.
+std::map<std::string, std::vector<char>> by_config(const SyntheticCompiledRunner& runner) {
+  std::map<std::string, std::vector<char>> out;
+  for (std::size_t i = 0; i < runner.measured.size(); ++i)
+    out[runner.measured[i]] = runner.binaries[i];
+  return out;
+}
 
 // A short random tune of a copy on `threads` compile threads, no launch variants.
 TuneOptions copy_tune(std::size_t evals, unsigned threads) {
@@ -246,12 +226,12 @@ TEST(Compilers, ATuneCompilesInChildrenWhatItWouldCompileHere) {
 
   testing::TempDir dir;
   Database here_db(dir.file("here.db"));
-  BinaryKeepingRunner here;
+  SyntheticCompiledRunner here;
   const TuneSummary a = tune(here_db, here, family, problem, o);
 
   o.compiler_command = compiler_command();
   Database there_db(dir.file("there.db"));
-  BinaryKeepingRunner there;
+  SyntheticCompiledRunner there;
   const TuneSummary b = tune(there_db, there, family, problem, o);
 
   EXPECT_FALSE(a.compile_processes);
@@ -259,7 +239,7 @@ TEST(Compilers, ATuneCompilesInChildrenWhatItWouldCompileHere) {
   EXPECT_EQ(b.evaluated, 5u);
   EXPECT_EQ(b.ok, 5u);
   EXPECT_EQ(b.compiled, 5u);
-  EXPECT_EQ(there.binaries, here.binaries);
+  EXPECT_EQ(by_config(there), by_config(here));
   EXPECT_EQ(b.compiler_restarts, 0);
 }
 
@@ -272,7 +252,7 @@ TEST(Compilers, ATuneWhoseCompilerCrashesRecordsEachCandidatesCompileError) {
   o.compiler_command = {"/bin/sh", "-c", "head -c 1 <&\"$1\" > /dev/null; kill -SEGV $$", "sh"};
   testing::TempDir dir;
   Database db(dir.file("t.db"));
-  BinaryKeepingRunner runner;
+  SyntheticCompiledRunner runner;
   const TuneSummary s = tune(db, runner, family, problem, o);
   EXPECT_EQ(s.evaluated, 3u);
   EXPECT_EQ(s.failed_by_status.at(status::kCompileError), 3u);
@@ -291,7 +271,7 @@ TEST(Compilers, ATuneWhoseCompilersCannotStartRecordsNothing) {
   o.compiler_command = {"/nonexistent/ktune", "__compiler"};
   testing::TempDir dir;
   Database db(dir.file("t.db"));
-  BinaryKeepingRunner runner;
+  SyntheticCompiledRunner runner;
   EXPECT_THROW(tune(db, runner, family, problem, o), Error);
   ResultFilter all;
   EXPECT_TRUE(db.results(all).empty());
