@@ -74,17 +74,20 @@ cross_measure() {
   done
 }
 
-# Each line "DTYPE MxNxK:OP" of stdin (as tuned-ab and shapes-ab read; blank lines and #
-# comments skipped) tuned into database $2 ($3 evaluations, $4 s at most a shape; steps
+# Each line "DTYPE MxNxK:OP [TUNE OPTION...]" of stdin (as tuned-ab and shapes-ab read; blank
+# lines and # comments skipped; the options passed to `ktune tune`, e.g. --only BM=48) tuned into
+# database $2 ($3 evaluations, $4 s at most a shape; steps
 # $1-DTYPE-MxNxK-OP), then its winners of both GEMM families exported for db/presets
 # ($OUT/$1-gemm.json, $OUT/$1-gemm_skinny.json).
 tune_shapes() {
-  local tag=$1 db=$2 evals=$3 seconds=$4 d spec f
-  while read -r d spec _; do
+  local tag=$1 db=$2 evals=$3 seconds=$4 d spec rest f
+  local -a extra
+  while read -r d spec rest; do
     [[ -z "$d" || "$d" == \#* ]] && continue
+    read -r -a extra <<< "${rest%%#*}"
     run_step "$tag-$d-${spec/:/-}" "$KTUNE" tune gemm --db "$db" --dtype "$d" \
       --shape "${spec%%:*}" --op "${spec##*:}" --max-evals "$evals" --max-seconds "$seconds" \
-      < /dev/null
+      "${extra[@]}" < /dev/null
   done
   for f in gemm gemm_skinny; do
     run_export "$tag-export-$f" "$KTUNE" db export --db "$db" --best --own --family "$f" \
