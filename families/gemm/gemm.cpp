@@ -239,6 +239,9 @@ struct GemmCost {
   double dram_bytes = 0;    // A, B and C once each: the least any tiling moves
   double reduce_bytes = 0;  // split-K partial sums written and read, and C written by the sum
   bool split = false;
+  // Operands stored transposed into shared memory without padding (PAD 0, not kept
+  // k-contiguous): 0, 1 or 2.
+  int bare_transposes = 0;
 };
 
 // What the cost model reads of a problem, read once for the two configurations of a prediction.
@@ -323,6 +326,7 @@ GemmCost gemm_cost(const Config& c, const Shape& p, const DeviceLimits& limits) 
   cost.together = together;
   cost.dram_bytes = (m * k + k * n + m * n) * bytes;
   cost.split = splits > 1;
+  if (t.pad == 0) cost.bare_transposes = (ta && !t.kcontig) + (!tb && !t.kcontig);
   if (cost.split)
     cost.reduce_bytes = (2.0 * static_cast<double>(splits) + 1) * static_cast<double>(tiles) *
                         static_cast<double>(bm * bn) * bytes;
@@ -401,11 +405,21 @@ class Prediction {
         kLaunchMs + std::max(loop_will, will.dram_bytes / target_.bandwidth_ * 1e3) + side_ms(will);
     // Measured on another op: its loads differ; keep a margin for what was not measured.
     if (*from_.op != *target_.to_.op) ms *= 1.1;
+    // Stores into shared memory that conflict on its banks where none did when measured: a
+    // kernel measured on nt (no operand stored transposed) carried without padding to tn (both)
+    // ran 1.6 to 2.1 x its prediction on the H100 (docs/GEMM.md, "Huge k with a mid-sized
+    // output: tiles for each padding of the short side").
+    for (int i = was_.bare_transposes; i < will.bare_transposes; ++i) ms *= kBareTranspose;
     return ms;
   }
 
  private:
   static constexpr double kLaunchMs = 0.003;
+  // A prediction's factor for each operand stored transposed into shared memory without padding
+  // that was not where measured: the largest of 1.3, 1.6 and 2 that kept the four host guards
+  // (PredictedOn*) where they were (1.6 and 2 rank the H100's huge-k set and the H200's draw
+  // worse: most such moves cost little; a few cost 2 x).
+  static constexpr double kBareTranspose = 1.3;
   // The split-K reduction of `c` at DRAM bandwidth `bandwidth` (the target's by default).
   double side_ms(const GemmCost& c) const { return side_ms(c, target_.bandwidth_); }
   double side_ms(const GemmCost& c, double bandwidth) const {

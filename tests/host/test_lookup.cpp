@@ -326,6 +326,40 @@ TEST_F(Predicted, AMeasurementPredictsItselfAndTimeGrowsWithTheWork) {
                                  p("align=2;dtype=f64;k=4096;m=4096;n=4096;op=nn"), h200_));
 }
 
+// Shared-memory stores that conflict on its banks where the measurement had none: a kernel with
+// PAD 0 measured on nt (both operands copied as they lie) pays 1.3 a transposed operand on the
+// other ops, besides the other op's margin; one measured where it had them, or one that pads or
+// keeps the k-contiguous operand so, pays the margin alone.
+TEST_F(Predicted, UnpaddedTransposedStoresNotMeasuredCostMore) {
+  const std::string bare =
+      "BK=16,BM=64,BN=128,KCONTIG=0,MINB=3,MMA=0,PAD=0,PREFETCH=2,SPLITK=1,STAGES=3,SWIZZLE=1,"
+      "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=32,WNITER=2";
+  const auto square = [](const char* op) {
+    return std::string("align=4;dtype=f32;k=4096;m=4096;n=4096;op=") + op;
+  };
+  const Config c = parse_config(bare);
+  const double ms = 3.0;
+  EXPECT_NEAR(predict(bare.c_str(), square("nt"), ms, c, square("nt")), ms, 1e-9);
+  EXPECT_NEAR(predict(bare.c_str(), square("nt"), ms, c, square("nn")), ms * 1.1 * 1.3, 1e-9);
+  EXPECT_NEAR(predict(bare.c_str(), square("nt"), ms, c, square("tt")), ms * 1.1 * 1.3, 1e-9);
+  EXPECT_NEAR(predict(bare.c_str(), square("nt"), ms, c, square("tn")), ms * 1.1 * 1.3 * 1.3,
+              1e-9);
+  // Measured with the stores: the margin alone, to fewer of them or as many.
+  EXPECT_NEAR(predict(bare.c_str(), square("tn"), ms, c, square("nt")), ms * 1.1, 1e-9);
+  EXPECT_NEAR(predict(bare.c_str(), square("nn"), ms, c, square("tt")), ms * 1.1, 1e-9);
+  EXPECT_NEAR(predict(bare.c_str(), square("nn"), ms, c, square("tn")), ms * 1.1 * 1.3, 1e-9);
+  // Padded, or both k-contiguous operands kept so (KCONTIG): the margin alone.
+  for (const char* other : {"PAD=4", "KCONTIG=4"}) {
+    std::string padded = bare;
+    const std::string key = std::string(other).substr(0, std::string(other).find('=') + 1);
+    const std::size_t at = padded.find(key);
+    padded.replace(at, padded.find(',', at) - at, other);
+    EXPECT_NEAR(predict(padded.c_str(), square("nt"), ms, parse_config(padded), square("tn")),
+                ms * 1.1, 1e-9)
+        << padded;
+  }
+}
+
 // The lookup asks for all the candidates of one measurement at once (predict_ms_each): each
 // gets the time predict_ms gives it alone, to the bit, and another dtype none.
 TEST_F(Predicted, EachCandidateOfAMeasurementAtOnceAsAlone) {
