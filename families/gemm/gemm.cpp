@@ -408,7 +408,7 @@ class Prediction {
     // Stores into shared memory that conflict on its banks where none did when measured: a
     // kernel measured on nt (no operand stored transposed) carried without padding to tn (both)
     // ran 1.6 to 2.1 x its prediction on the H100 (docs/GEMM.md, "Huge k with a mid-sized
-    // output: tiles for each padding of the short side").
+    // output: a tile for each padding of the short side").
     for (int i = was_.bare_transposes; i < will.bare_transposes; ++i) ms *= kBareTranspose;
     return ms;
   }
