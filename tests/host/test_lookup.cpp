@@ -348,16 +348,15 @@ TEST_F(Predicted, UnpaddedTransposedStoresNotMeasuredCostMore) {
   EXPECT_NEAR(predict(bare.c_str(), square("tn"), ms, c, square("nt")), ms * 1.1, 1e-9);
   EXPECT_NEAR(predict(bare.c_str(), square("nn"), ms, c, square("tt")), ms * 1.1, 1e-9);
   EXPECT_NEAR(predict(bare.c_str(), square("nn"), ms, c, square("tn")), ms * 1.1 * 1.3, 1e-9);
-  // Padded, or both k-contiguous operands kept so (KCONTIG): the margin alone.
-  for (const char* other : {"PAD=4", "KCONTIG=4"}) {
-    std::string padded = bare;
-    const std::string key = std::string(other).substr(0, std::string(other).find('=') + 1);
-    const std::size_t at = padded.find(key);
-    padded.replace(at, padded.find(',', at) - at, other);
-    EXPECT_NEAR(predict(padded.c_str(), square("nt"), ms, parse_config(padded), square("tn")),
-                ms * 1.1, 1e-9)
-        << padded;
-  }
+  // Padded, or each k-contiguous operand kept so (KCONTIG, which takes no prefetch), measured on
+  // nn (where the rules allow both): the margin alone.
+  for (const char* other :
+       {"BK=16,BM=64,BN=128,KCONTIG=0,MINB=3,MMA=0,PAD=4,PREFETCH=2,SPLITK=1,STAGES=3,SWIZZLE=1,"
+        "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=32,WNITER=2",
+        "BK=16,BM=64,BN=128,KCONTIG=4,MINB=3,MMA=0,PAD=0,PREFETCH=0,SPLITK=1,STAGES=3,SWIZZLE=1,"
+        "TM=4,TN=4,UNROLL=0,VEC=4,WM=64,WN=32,WNITER=2"})
+    EXPECT_NEAR(predict(other, square("nn"), ms, parse_config(other), square("tn")), ms * 1.1, 1e-9)
+        << other;
 }
 
 // The lookup asks for all the candidates of one measurement at once (predict_ms_each): each
