@@ -388,25 +388,36 @@ PY
       ;;
     compile-ab)
       # Item 4 of issue 23 (the GPU waiting on compiles <= 10% of a short tune): each line "DTYPE
-      # MxNxK:OP" of COMPILE_AB_FILE tuned (COMPILE_AB_EVALS evaluations, 40) with NVRTC on
-      # threads of the tuning process (arm threads: --compile-in-process) and in one compiler
-      # process a thread (arm processes, the default), alternating shape by shape, each arm in a
-      # new database of its own that its shapes share (the binary cache across problems, as a
-      # user tuning shapes one after the other has it), COMPILE_AB_ROUNDS rounds (1). The tuner's
-      # summary line of each tune in $OUT/compile-ab.txt: compiles a second, a compile's mean
-      # time, the GPU's wait. (The databases stay: with their binaries, too large to bring back.)
+      # MxNxK:OP" of COMPILE_AB_FILE tuned (COMPILE_AB_EVALS evaluations, 40) by each arm of
+      # COMPILE_AB_ARMS ("threads processes"): threads, NVRTC on threads of the tuning process
+      # (--compile-in-process); processes or new, this build as it is (one compiler process a
+      # thread); old, $KTUNE_OLD as it is. The arms alternate shape by shape, each in a new
+      # database of its own that its shapes share (the binary cache across problems, as a user
+      # tuning shapes one after the other has it), COMPILE_AB_ROUNDS rounds (1). The tuner's
+      # summary line of each tune and its table row (the best time) in $OUT/compile-ab.txt:
+      # compiles a second, a compile's mean time, the GPU's wait. COMPILE_AB_TRACE=1: each
+      # candidate's timeline (KTUNE_TUNE_TRACE) in $OUT/compile-ab-trace-rROUND-ARM.txt. (The
+      # databases stay: with their binaries, too large to bring back.)
       for round in $(seq "${COMPILE_AB_ROUNDS:-1}"); do
-        tdb=$(mktemp -d)/threads.db pdb=$(mktemp -d)/processes.db
+        declare -A arm_db=()
+        for arm in ${COMPILE_AB_ARMS:-threads processes}; do arm_db[$arm]=$(mktemp -d)/$arm.db; done
         while read -r d spec _; do
           [[ -z "$d" || "$d" == \#* ]] && continue
-          for arm in threads processes; do
-            db=$pdb flag=()
-            [ "$arm" = threads ] && db=$tdb flag=(--compile-in-process)
+          for arm in ${COMPILE_AB_ARMS:-threads processes}; do
+            bin=$KTUNE flag=()
+            case "$arm" in
+              threads) flag=(--compile-in-process) ;;
+              old) bin=${KTUNE_OLD:?KTUNE_OLD: the ktune binary of the other build} ;;
+            esac
+            trace=()
+            [ -n "${COMPILE_AB_TRACE:-}" ] && trace=(env "KTUNE_TUNE_TRACE=$OUT/compile-ab-trace-r$round-$arm.txt")
             tag="compile-ab-r$round-$arm-$d-${spec/:/-}"
-            run_step "$tag" "$KTUNE" tune gemm --db "$db" --dtype "$d" --shape "${spec%%:*}" \
-              --op "${spec##*:}" --max-evals "${COMPILE_AB_EVALS:-40}" "${flag[@]}" < /dev/null
-            grep -h "GPU waited on compiles" "$LOGS/$tag.log" | sed "s|^|r$round $arm $d $spec: |" \
-              >> "$OUT/compile-ab.txt"
+            run_step "$tag" "${trace[@]}" "$bin" tune gemm --db "${arm_db[$arm]}" --dtype "$d" \
+              --shape "${spec%%:*}" --op "${spec##*:}" --max-evals "${COMPILE_AB_EVALS:-40}" \
+              "${flag[@]}" < /dev/null
+            { grep -h "GPU waited on compiles" "$LOGS/$tag.log"
+              grep -h " gemm" "$LOGS/$tag.log" | grep -v "^ktune" | tail -1
+            } | sed "s|^|r$round $arm $d $spec: |" >> "$OUT/compile-ab.txt"
           done
         done < "${COMPILE_AB_FILE:?COMPILE_AB_FILE: a file of DTYPE MxNxK:OP lines}"
       done
