@@ -333,7 +333,8 @@ int cmd_tune(const Common& common, const ProblemArgs& args, const TuneArgs& targ
                       << fixed(s.compiled ? s.compile_seconds / s.compiled : 0, 2) << " s each), "
                       << s.reused << " from the binary cache, " << s.shared
                       << " sharing another candidate's compile, " << s.launch_variants
-                      << " launch variants measured while compiles ran, GPU waited on compiles "
+                      << " launch variants measured while compiles ran (" << s.given_up
+                      << " in place of proposals given up), GPU waited on compiles "
                       << fixed(s.gpu_wait_seconds, 1) << " s ("
                       << fixed(s.seconds > 0 ? 100 * s.gpu_wait_seconds / s.seconds : 0, 0)
                       << "% of the run, " << fixed(s.first_wait_seconds, 1)

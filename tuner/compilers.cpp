@@ -1,6 +1,7 @@
 // NVRTC in child processes (tuner/compilers.hpp): the parent's slots and the child's loop.
 #include "tuner/compilers.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,11 +94,33 @@ int Compilers::restarts() const {
   return restarts_;
 }
 
+void Compilers::abandon() {
+  {
+    std::lock_guard lock(mutex_);
+    abandoned_ = true;
+    // A pid is cleared under the lock before its child is reaped (compile()'s end_child): one
+    // seen here is not yet reaped, so not reused by another process.
+    for (Slot& s : slots_)
+      if (s.busy && s.pid > 0) ::kill(s.pid, SIGKILL);
+  }
+  idle_.notify_all();
+}
+
+namespace {
+
+Error abandoned_error(const CompileRequest& request) {
+  return Error(ErrorCode::kCompile, "compile abandoned: its caller no longer needs it",
+               request.source_name + " for " + request.arch);
+}
+
+}  // namespace
+
 CompileResult Compilers::compile(const CompileRequest& request) {
   std::size_t i = 0;
   {
     std::unique_lock lock(mutex_);
     for (;;) {
+      if (abandoned_) throw abandoned_error(request);
       for (i = 0; i < slots_.size() && slots_[i].busy; ++i) {
       }
       if (i < slots_.size()) break;
@@ -121,18 +144,26 @@ CompileResult Compilers::compile(const CompileRequest& request) {
 
   if (slot.pid < 0) {
     const channel::Child child = channel::spawn(command_, "a compiler process");
+    std::lock_guard lock(mutex_);
     slot.pid = child.pid;
     slot.fd = child.fd;
-    std::lock_guard lock(mutex_);
     ++restarts_;
   }
   auto end_child = [&](std::chrono::milliseconds grace) {
-    channel::Child child{slot.pid, slot.fd};
-    const int status = channel::reap(child, grace);
-    slot.pid = -1;
-    slot.fd = -1;
-    return status;
+    channel::Child child;
+    {
+      std::lock_guard lock(mutex_);  // abandon() kills by this pid until it is cleared
+      child = {slot.pid, slot.fd};
+      slot.pid = -1;
+      slot.fd = -1;
+    }
+    return channel::reap(child, grace);
   };
+  auto was_abandoned = [&] {
+    std::lock_guard lock(mutex_);
+    return abandoned_;
+  };
+  if (was_abandoned()) throw abandoned_error(request);  // between taking the slot and here
 
   channel::Writer w;
   write(w, request);
@@ -161,6 +192,7 @@ CompileResult Compilers::compile(const CompileRequest& request) {
   }
   if (!frame) {
     const int status = end_child(std::chrono::seconds(10));
+    if (was_abandoned()) throw abandoned_error(request);
     throw Error(ErrorCode::kCompile,
                 "the compiler process died compiling " + request.source_name + ": " +
                     channel::describe_exit(status) + " (started again for the next compile)",

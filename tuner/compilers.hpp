@@ -36,6 +36,10 @@ class Compilers {
   unsigned size() const { return static_cast<unsigned>(slots_.size()); }
   // Children started again after one died or was killed.
   int restarts() const;
+  // Kills the children compiling now; their compile() calls, and every later one, throw
+  // Error(kCompile) that says the compile was abandoned. For a caller done with what they would
+  // give (a tuning run at its end), which would otherwise wait for them.
+  void abandon();
 
  private:
   struct Slot {
@@ -49,6 +53,7 @@ class Compilers {
   std::condition_variable idle_;
   std::vector<Slot> slots_;
   int restarts_ = 0;
+  bool abandoned_ = false;
 };
 
 // The child's side: compiles what the parent sends on descriptor `fd` until it closes the socket;

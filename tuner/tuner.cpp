@@ -66,6 +66,10 @@ struct Pending {
   // a kernel measured before (the trace)
   char origin = 's';
   bool follower = false;  // waits on the compile of a candidate proposed before it
+  std::string key;        // the compile's cache key (empty where the runner does not compile)
+  // Set: the compile is not wanted any more (it is skipped where it has not started). Shared by
+  // the candidates of one compile; null where nothing compiles (the binary cache's).
+  std::shared_ptr<std::atomic<bool>> unwanted;
 };
 
 // $KTUNE_TUNE_TRACE names a file that gets one line per candidate of every tuning run (appended):
@@ -374,7 +378,13 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   const std::string arch = limits.arch();
   std::deque<Pending> queue;
   // Compiles not yet stored in the binary cache, by cache key (candidates of one kernel share one).
-  std::map<std::string, std::shared_future<CompileOutcome>> in_flight;
+  struct InFlight {
+    std::shared_future<CompileOutcome> outcome;
+    std::shared_ptr<std::atomic<bool>> unwanted;
+  };
+  std::map<std::string, InFlight> in_flight;
+  // Candidates given up for launch variants (below): their compiles, stored where they end in time.
+  std::deque<Pending> given_up;
   // Followers in the queue: they hold no compile thread, so the window does not count them (else
   // a space of many split counts keeps fewer compiles running), up to a window's worth.
   std::size_t followers = 0;
@@ -443,7 +453,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       if (auto it = in_flight.find(cache_key); it != in_flight.end()) {
         ++summary.shared;
         ++followers;
-        queue.push_back({*next, it->second, Clock::now(), origin, true});
+        queue.push_back({*next, it->second.outcome, Clock::now(), origin, true, cache_key,
+                         it->second.unwanted});
         continue;
       }
       if (options.reuse_binaries) {
@@ -458,16 +469,21 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
           ++summary.reused;
           std::promise<CompileOutcome> ready;
           ready.set_value(std::move(out));
-          queue.push_back(
-              {*next, ready.get_future().share(), Clock::now(), origin == 's' ? 'S' : 'P'});
+          queue.push_back({*next, ready.get_future().share(), Clock::now(),
+                           origin == 's' ? 'S' : 'P', false, cache_key});
           continue;
         }
       }
+      auto unwanted = std::make_shared<std::atomic<bool>>(false);
       std::shared_future<CompileOutcome> compiling =
-          pool.submit([request = std::move(request), cache_key, &compile_seconds, &compiled,
-                       compilers = compilers.get()] {
+          pool.submit([request = std::move(request), cache_key, unwanted, &compile_seconds,
+                       &compiled, compilers = compilers.get()] {
                 CompileOutcome out;
                 out.key = cache_key;
+                if (unwanted->load()) {
+                  out.error = "not compiled: the candidate was given up before its compile began";
+                  return out;
+                }
                 auto t0 = Clock::now();
                 try {
                   out.result = compilers ? compilers->compile(request) : compile(request);
@@ -480,6 +496,8 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
                 }
                 out.started = t0;
                 out.ended = Clock::now();
+                // Not a compile: one killed because it was no longer wanted (abandoned).
+                if (!out.result && unwanted->load()) return out;
                 double s = seconds_since(t0);
                 double cur = compile_seconds.load();
                 while (!compile_seconds.compare_exchange_weak(cur, cur + s)) {
@@ -488,8 +506,9 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
                 return out;
               })
               .share();
-      if (options.reuse_binaries) in_flight.emplace(std::move(cache_key), compiling);
-      queue.push_back({*next, std::move(compiling), Clock::now(), origin});
+      if (options.reuse_binaries) in_flight.emplace(cache_key, InFlight{compiling, unwanted});
+      queue.push_back(
+          {*next, std::move(compiling), Clock::now(), origin, false, cache_key, unwanted});
     }
   };
 
@@ -505,8 +524,35 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   // measurement holds up the candidates whose compiles end meanwhile).
   constexpr double kVariantReach = 1.5;
   const std::vector<Param>& params = family.params();
+  auto is_ready = [](const Pending& p) {
+    return p.outcome.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
+  // Where the whole budget is proposed and nothing in the window is ready, the strategy's newest
+  // proposal still compiling gives its place to a launch variant: the GPU measures instead of
+  // waiting, and the run ends when its budget is measured, not when its last compiles end. Not
+  // a seed (the winners of other problems, the runtime's answer: the candidates a short tune is
+  // for). Its compile goes on where another candidate in the window shares it; else it is
+  // skipped if it has not begun, and its binary is stored if it ends before the run does.
+  auto give_up_newest = [&]() -> bool {
+    for (auto it = queue.rbegin(); it != queue.rend(); ++it) {
+      if (it->origin != 'p' || is_ready(*it)) continue;
+      Pending p = std::move(*it);
+      queue.erase(std::next(it).base());
+      --proposed;
+      followers -= p.follower;
+      ++summary.given_up;
+      const bool shared =
+          std::any_of(queue.begin(), queue.end(), [&](const Pending& q) { return q.key == p.key; });
+      if (!shared && p.unwanted) p.unwanted->store(true);
+      given_up.push_back(std::move(p));
+      return true;
+    }
+    return false;
+  };
   auto launch_variant = [&]() -> std::optional<Pending> {
-    if (proposed >= planned) return std::nullopt;
+    if (proposed >= planned &&
+        std::none_of(queue.begin(), queue.end(), [](const Pending& p) { return p.origin == 'p'; }))
+      return std::nullopt;
     std::vector<Kernel*> order;
     for (auto& [cache_key, k] : kernels) order.push_back(&k);
     std::sort(order.begin(), order.end(), [](const Kernel* a, const Kernel* b) {
@@ -538,12 +584,13 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       std::vector<std::size_t>& left = *k->variants;
       while (!left.empty() && taken[left.back()]) left.pop_back();
       if (left.empty()) continue;
+      if (proposed >= planned && !give_up_newest()) return std::nullopt;
       const std::size_t i = left.back();
       left.pop_back();
       taken[i] = true;
       ++proposed;
       strategy->seed(i);
-      return Pending{i, k->outcome, Clock::now(), 'v'};
+      return Pending{i, k->outcome, Clock::now(), 'v', false, k->outcome.get().key};
     }
     return std::nullopt;
   };
@@ -557,9 +604,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     // The first candidate whose compile is done (or read from the binary cache) runs first: the
     // GPU waits on a compile only when none in the window is ready. In proposal order otherwise,
     // after a launch variant of a kernel measured before, where one is left.
-    auto ready = std::find_if(queue.begin(), queue.end(), [](const Pending& p) {
-      return p.outcome.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-    });
+    auto ready = std::find_if(queue.begin(), queue.end(), is_ready);
     std::optional<Pending> variant;
     if (ready == queue.end() && fill) variant = launch_variant();
     if (ready == queue.end()) ready = queue.begin();
@@ -689,8 +734,29 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     }
   }
   progress.finish();
-  // Let outstanding compiles finish before the pool and the queue go away.
-  for (auto& p : queue) p.outcome.wait();
+  // Compiles left (candidates given up, or a run stopped by its patience or time budget): none
+  // of them is measured any more. Those not begun are skipped; those in compiler processes are
+  // abandoned (on threads of this process they run to their end); the pool and the queue go
+  // only after. What ended in time is kept in the binary cache, as if its candidate had run.
+  for (const std::deque<Pending>* left : {&queue, &given_up})
+    for (const Pending& p : *left)
+      if (p.unwanted) p.unwanted->store(true);
+  if (compilers) compilers->abandon();
+  for (const std::deque<Pending>* left : {&queue, &given_up})
+    for (const Pending& p : *left) {
+      p.outcome.wait();
+      const CompileOutcome* outcome = nullptr;
+      try {
+        outcome = &p.outcome.get();
+      } catch (const Error&) {
+        continue;  // a compile that could not run (no compiler process): nothing to keep
+      }
+      if (outcome->result && !outcome->reused && in_flight.erase(outcome->key) > 0 &&
+          db.accepts_binaries()) {
+        db.put_binary(outcome->key, arch, to_cached_binary(*outcome->result));
+        ++stored_binaries;
+      }
+    }
   if (stored_binaries) db.limit_binaries(options.binary_cache_bytes);
   db.finish_run(summary.run_id,
                 summary.stop_reason.rfind("context lost", 0) == 0 ? "aborted" : "completed");

@@ -90,6 +90,9 @@ struct TuneSummary {
   std::size_t shared = 0;      // candidates that waited on another's compile of their kernel
   // Of `evaluated`: launch variants of kernels measured before (TuneOptions::launch_variants)
   std::size_t launch_variants = 0;
+  // Of those: measured in place of proposals still compiling, given up where the budget was all
+  // proposed (not measured this run; a later one may propose them again)
+  std::size_t given_up = 0;
   std::size_t compile_threads = 0;
   bool compile_processes = false;    // the compile threads compiled in child processes
   double gpu_wait_seconds = 0;       // the GPU thread waiting for a compile

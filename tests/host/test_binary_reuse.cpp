@@ -224,8 +224,11 @@ TEST(BinaryReuse, CandidatesOfOneKernelShareItsCompile) {
 // measured before (GEMM's SWIZZLE is a kernel argument: no compile) instead of waiting, on that
 // kernel's binary, as one of the evaluations the budget allows. Two kernels (PREFETCH 0 and 3),
 // one compile thread, the exhaustive order (PREFETCH before SWIZZLE), no binary cache (which would
-// serve the first kernel's next rasterisation at once): after the first candidate, the second and
-// third compile; meanwhile the first kernel's SWIZZLE 4 runs, and fills the budget of four.
+// serve the first kernel's next rasterisation at once): after the first candidate, the second
+// compiles and the third waits for the compile thread; meanwhile the first kernel's SWIZZLE 4
+// runs (the fourth evaluation the budget allows). With the budget all proposed and still nothing
+// ready, the newest proposal (the third) gives its place to another variant, SWIZZLE 8, and its
+// compile, not begun, is skipped; the second runs last.
 TEST(BinaryReuse, LaunchVariantsFillTheWaitOnCompiles) {
   const Family& family = find_family("gemm");
   const Problem p = family.parse_problem("align=4;dtype=f32;k=2048;m=2048;n=2048;op=nn");
@@ -248,16 +251,23 @@ TEST(BinaryReuse, LaunchVariantsFillTheWaitOnCompiles) {
   Database db(dir.file("t.db"));
   SyntheticCompiledRunner runner;
   const TuneSummary s = tune(db, runner, family, p, o);
-  EXPECT_EQ(s.evaluated, 4u);  // the budget, the variant among them
+  EXPECT_EQ(s.evaluated, 4u);  // the budget, the variants among them
   EXPECT_EQ(s.ok, 4u);
-  EXPECT_EQ(s.launch_variants, 1u);
-  EXPECT_EQ(s.compiled, 3u);
+  EXPECT_EQ(s.launch_variants, 2u);
+  EXPECT_EQ(s.given_up, 1u);
+  EXPECT_EQ(s.compiled, 2u);  // the given-up candidate's compile never began
   ASSERT_EQ(runner.measured.size(), 4u);
-  // The variant ran second, on the first candidate's binary: its kernel with SWIZZLE 4.
+  // The variants ran second and third, on the first candidate's binary: its kernel with SWIZZLE
+  // 4, then 8; the second kernel last.
   Config first = parse_config(runner.measured[0]);
   first["SWIZZLE"] = 4;
   EXPECT_EQ(runner.measured[1], to_string(first));
+  first["SWIZZLE"] = 8;
+  EXPECT_EQ(runner.measured[2], to_string(first));
   EXPECT_EQ(runner.binaries[1], runner.binaries[0]);
+  EXPECT_EQ(runner.binaries[2], runner.binaries[0]);
+  EXPECT_EQ(parse_config(runner.measured[3]).at("PREFETCH"),
+            3 - parse_config(runner.measured[0]).at("PREFETCH"));
   std::vector<std::string> sorted = runner.measured;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());

@@ -9,6 +9,7 @@
 #include <future>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "db/database.hpp"
@@ -148,6 +149,33 @@ TEST(Compilers, AChildPastTheLimitIsKilled) {
         << e.what();
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+}
+
+// Abandoned: the children compiling are killed, their callers and every later one get the
+// compile error that says so at once (a tuning run at its end does not wait for compiles it no
+// longer needs).
+TEST(Compilers, AbandonedCompilesEndAtOnceAndLaterOnesAreRefused) {
+  Compilers compilers({"/bin/sh", "-c", "exec sleep 60", "sh"}, 2);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<void>> calls;
+  for (int i = 0; i < 2; ++i)
+    calls.push_back(std::async(std::launch::async, [&] { compilers.compile(scale_request(64)); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both children busy
+  compilers.abandon();
+  auto refused = [](std::future<void>& call) {
+    try {
+      call.get();
+      ADD_FAILURE() << "an abandoned compile gave a result";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCompile);
+      EXPECT_NE(std::string(e.what()).find("compile abandoned"), std::string::npos) << e.what();
+    }
+  };
+  for (auto& call : calls) refused(call);
+  auto later = std::async(std::launch::async, [&] { compilers.compile(scale_request(64)); });
+  refused(later);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+  EXPECT_EQ(compilers.restarts(), 0);
 }
 
 TEST(Compilers, ACommandThatCannotStartIsRefusedAtOnce) {
