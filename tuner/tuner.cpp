@@ -58,7 +58,7 @@ struct CompileOutcome {
 };
 
 struct Pending {
-  std::size_t index;
+  std::size_t index = 0;
   // Shared: candidates of one kernel (GEMM's split counts, say) wait on one compile.
   std::shared_future<CompileOutcome> outcome;
   Clock::time_point proposed = Clock::now();
@@ -604,14 +604,17 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     // The first candidate whose compile is done (or read from the binary cache) runs first: the
     // GPU waits on a compile only when none in the window is ready. In proposal order otherwise,
     // after a launch variant of a kernel measured before, where one is left.
-    auto ready = std::find_if(queue.begin(), queue.end(), is_ready);
     std::optional<Pending> variant;
-    if (ready == queue.end() && fill) variant = launch_variant();
-    if (ready == queue.end()) ready = queue.begin();
-    Pending pending = variant ? std::move(*variant) : std::move(*ready);
+    if (fill && std::none_of(queue.begin(), queue.end(), is_ready)) variant = launch_variant();
+    Pending pending;
     if (variant) {
+      // (launch_variant may have given a candidate of the queue up: no iterator into it is kept)
+      pending = std::move(*variant);
       ++summary.launch_variants;
     } else {
+      auto ready = std::find_if(queue.begin(), queue.end(), is_ready);
+      if (ready == queue.end()) ready = queue.begin();
+      pending = std::move(*ready);
       queue.erase(ready);
       followers -= pending.follower;
     }
