@@ -956,8 +956,8 @@ int cmd_bench_random_gemm(const Common& common, const RandomShapesArgs& args,
                 << t.ok << " ok, " << failed_text(t) << "); stopped: " << t.stop_reason << "; "
                 << fixed(t.seconds, 1) << " s; " << t.compiled << " compiled, " << t.reused
                 << " from the binary cache, " << t.shared << " sharing another's compile, "
-                << t.launch_variants
-                << " launch variants while compiles ran; GPU waited on compiles "
+                << t.launch_variants << " launch variants while compiles ran (" << t.given_up
+                << " in place of proposals given up); GPU waited on compiles "
                 << fixed(t.gpu_wait_seconds, 1) << " s ("
                 << fixed(t.seconds > 0 ? 100 * t.gpu_wait_seconds / t.seconds : 0, 0) << "%; "
                 << fixed(t.first_wait_seconds, 1) << " s of it for the first compile; "
