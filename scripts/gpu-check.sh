@@ -396,9 +396,9 @@ PY
       # tuning shapes one after the other has it), COMPILE_AB_ROUNDS rounds (1). The tuner's
       # summary line of each tune and its table row (the best time) in $OUT/compile-ab.txt:
       # compiles a second, a compile's mean time, the GPU's wait (summed per arm by
-      # scripts/compile-ab-summary.py). COMPILE_AB_TRACE=1: each
-      # candidate's timeline (KTUNE_TUNE_TRACE) in $OUT/compile-ab-trace-rROUND-ARM.txt. (The
-      # databases stay: with their binaries, too large to bring back.)
+      # scripts/compile-ab-summary.py). COMPILE_AB_TRACE=1: each candidate's timeline
+      # (KTUNE_TUNE_TRACE) in $OUT/compile-ab-trace-rROUND-ARM.txt. (The databases stay: with
+      # their binaries, too large to bring back.)
       for round in $(seq "${COMPILE_AB_ROUNDS:-1}"); do
         declare -A arm_db=()
         for arm in ${COMPILE_AB_ARMS:-threads processes}; do arm_db[$arm]=$(mktemp -d)/$arm.db; done
