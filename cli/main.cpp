@@ -362,7 +362,8 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
       "do not measure, while every candidate in flight still compiles, the launch "
       "variants of the kernels measured so far (configurations that differ in "
       "parameters passed at launch alone, GEMM's SPLITK and SWIZZLE: no compile), "
-      "fastest kernel first; by default they fill the GPU's wait (--max-evals counts them)");
+      "fastest kernel first; by default they fill the GPU's wait (--max-evals counts them; "
+      "once the budget is all proposed, a proposal still compiling gives its place to one)");
   app->add_flag("--in-process", t.in_process,
                 "measure candidates in this process instead of a worker process: no worker "
                 "start-up, but a faulting candidate loses the CUDA context and stops the run "
