@@ -415,6 +415,16 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   std::atomic<double> compile_seconds{0};
   std::atomic<std::size_t> compiled{0};
   std::size_t stored_binaries = 0;
+  // The first of the candidates sharing a compile stores its binary; from there the binary
+  // cache serves the kernel (where the database keeps none, candidates proposed later compile
+  // it again, as without sharing).
+  auto keep_binary = [&](const CompileOutcome& outcome) {
+    const bool first_of_compile = !outcome.reused && in_flight.erase(outcome.key) > 0;
+    if (outcome.result && first_of_compile && db.accepts_binaries()) {
+      db.put_binary(outcome.key, arch, to_cached_binary(*outcome.result));
+      ++stored_binaries;
+    }
+  };
 
   Clock::time_point loop_started;  // set as the loop starts, before the first refill
   auto refill = [&] {
@@ -629,14 +639,7 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
       summary.first_wait_seconds = summary.gpu_wait_seconds;
     }
     refill();
-    // The first of the candidates sharing a compile stores its binary; from there the binary
-    // cache serves the kernel (where the database keeps none, candidates proposed later compile
-    // it again, as without sharing).
-    const bool first_of_compile = !outcome.reused && in_flight.erase(outcome.key) > 0;
-    if (outcome.result && first_of_compile && db.accepts_binaries()) {
-      db.put_binary(outcome.key, arch, to_cached_binary(*outcome.result));
-      ++stored_binaries;
-    }
+    keep_binary(outcome);
 
     const Config& config = space.at(pending.index);
     ResultRecord row;
@@ -747,18 +750,13 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   if (compilers) compilers->abandon();
   for (const std::deque<Pending>* left : {&queue, &given_up})
     for (const Pending& p : *left) {
-      p.outcome.wait();
       const CompileOutcome* outcome = nullptr;
       try {
         outcome = &p.outcome.get();
       } catch (const Error&) {
         continue;  // a compile that could not run (no compiler process): nothing to keep
       }
-      if (outcome->result && !outcome->reused && in_flight.erase(outcome->key) > 0 &&
-          db.accepts_binaries()) {
-        db.put_binary(outcome->key, arch, to_cached_binary(*outcome->result));
-        ++stored_binaries;
-      }
+      keep_binary(*outcome);
     }
   if (stored_binaries) db.limit_binaries(options.binary_cache_bytes);
   db.finish_run(summary.run_id,
