@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -16,14 +17,20 @@
 
 namespace {
 
-// A folder with a source the fuzzed files may name ("k.cuh"), made once per process.
+// A folder with a source the fuzzed files may name ("k.cuh"), made once per process and removed
+// as it exits (a fuzzing run starts many).
 const std::string& folder() {
+  // The names the exit handler reads: plain arrays, which no destructor runs before it.
+  static char made[] = "/tmp/ktune-fuzz-family-XXXXXX";
+  static char source[sizeof made + 6];
   static const std::string path = [] {
-    char pattern[] = "/tmp/ktune-fuzz-family-XXXXXX";
-    const char* made = ::mkdtemp(pattern);
-    if (!made) std::abort();
-    std::ofstream(std::string(made) + "/k.cuh")
-        << "template <int A> __global__ void k(float*) {}\n";
+    if (!::mkdtemp(made)) std::abort();
+    std::snprintf(source, sizeof source, "%s/k.cuh", made);
+    std::ofstream(source) << "template <int A> __global__ void k(float*) {}\n";
+    std::atexit([] {
+      std::remove(source);
+      ::rmdir(made);
+    });
     return std::string(made);
   }();
   return path;
