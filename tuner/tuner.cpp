@@ -230,6 +230,16 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
   const std::string key = problem.key();
   const std::string unit = family.metric_unit();
 
+  // The compiler processes first, before the pool (the pool's last jobs, joined as it goes, may
+  // still use them): they start and load NVRTC while the space, the rows done and the seeds are
+  // read here, instead of in the first candidates' compiles.
+  const unsigned compile_threads = options.compile_threads
+                                       ? options.compile_threads
+                                       : std::max(1u, std::thread::hardware_concurrency());
+  std::unique_ptr<Compilers> compilers;
+  if (runner.compiles() && !options.compiler_command.empty())
+    compilers = std::make_unique<Compilers>(options.compiler_command, compile_threads);
+
   SearchSpace space(family, problem, limits, options.only);
   summary.space_size = space.size();
   const std::int64_t device_id = db.ensure_device(runner.device());
@@ -367,13 +377,6 @@ TuneSummary tune(Database& db, CandidateRunner& runner, const Family& family,
     }
   } run_guard{db, summary.run_id};
 
-  // The compilers before the pool: the pool's last jobs (joined as it goes) may still use them.
-  const unsigned compile_threads = options.compile_threads
-                                       ? options.compile_threads
-                                       : std::max(1u, std::thread::hardware_concurrency());
-  std::unique_ptr<Compilers> compilers;
-  if (runner.compiles() && !options.compiler_command.empty())
-    compilers = std::make_unique<Compilers>(options.compiler_command, compile_threads);
   ThreadPool pool(compile_threads);
   const std::string arch = limits.arch();
   std::deque<Pending> queue;
