@@ -391,7 +391,7 @@ PY
       # MxNxK:OP" of COMPILE_AB_FILE tuned (COMPILE_AB_EVALS evaluations, 40) by each arm of
       # COMPILE_AB_ARMS ("threads processes"): threads, NVRTC on threads of the tuning process
       # (--compile-in-process); processes or new, this build as it is (one compiler process a
-      # thread); old, $KTUNE_OLD as it is. The arms alternate shape by shape, each in a new
+      # thread); old, $KTUNE_OLD as it is; any other name X, the binary $KTUNE_ARM_X. The arms alternate shape by shape, each in a new
       # database of its own that its shapes share (the binary cache across problems, as a user
       # tuning shapes one after the other has it), COMPILE_AB_ROUNDS rounds (1). The tuner's
       # summary line of each tune and its table row (the best time) in $OUT/compile-ab.txt:
@@ -409,6 +409,9 @@ PY
             case "$arm" in
               threads) flag=(--compile-in-process) ;;
               old) bin=${KTUNE_OLD:?KTUNE_OLD: the ktune binary of the other build} ;;
+              processes | new) ;;
+              *) var=KTUNE_ARM_$arm
+                 bin=${!var:?$var: the ktune binary of arm $arm} ;;
             esac
             trace=()
             [ -n "${COMPILE_AB_TRACE:-}" ] && trace=(env "KTUNE_TUNE_TRACE=$OUT/compile-ab-trace-r$round-$arm.txt")
