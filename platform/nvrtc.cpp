@@ -132,6 +132,19 @@ std::atomic<std::uint64_t> g_nvrtc_compiles{0};
 
 std::uint64_t nvrtc_compile_calls() { return g_nvrtc_compiles.load(); }
 
+void warm_nvrtc(const std::string& arch) {
+  static const char* const kSource =
+      "extern \"C\" __global__ void ktune_warm(float* p) { p[threadIdx.x] *= 2.0f; }";
+  nvrtcProgram program = nullptr;
+  if (nvrtcCreateProgram(&program, kSource, "warm.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    return;
+  const std::vector<std::string> options = base_options(arch);
+  std::vector<const char*> option_ptrs;
+  for (const auto& o : options) option_ptrs.push_back(o.c_str());
+  nvrtcCompileProgram(program, static_cast<int>(option_ptrs.size()), option_ptrs.data());
+  nvrtcDestroyProgram(&program);
+}
+
 CompileResult compile(const CompileRequest& request) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<const char*> header_texts, header_names;

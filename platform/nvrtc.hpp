@@ -49,6 +49,12 @@ struct CompileResult {
 // Safe to call from several threads at once (one NVRTC program per call).
 CompileResult compile(const CompileRequest& request);
 
+// One small kernel compiled for `arch` (sm_90) and thrown away, errors ignored: what NVRTC does
+// once a process before its first compile (its builtins loaded, its front end and ptxas paged
+// in), done ahead, in a compiler process that has nothing to compile yet (tuner/compilers.hpp).
+// Not counted by nvrtc_compile_calls().
+void warm_nvrtc(const std::string& arch);
+
 // nvrtcCompileProgram calls made by this process so far (all threads; for tests and benchmarks
 // that prove a warm start compiles nothing).
 std::uint64_t nvrtc_compile_calls();

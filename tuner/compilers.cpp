@@ -215,6 +215,10 @@ CompileResult Compilers::compile(const CompileRequest& request) {
 
 int run_compiler(int fd) {
   if (!channel::die_with_parent()) return 1;  // the parent died before we could ask
+  // NVRTC's first compile in a process costs more than its next ones; paid here, while the
+  // parent is still building its space and its seeds, not in the first candidate's compile.
+  if (const std::vector<int> archs = nvrtc_supported_archs(); !archs.empty())
+    warm_nvrtc("sm_" + std::to_string(archs.back()));
   for (;;) {
     auto frame = channel::read_frame(fd);
     if (!frame) return 0;  // the parent is done
