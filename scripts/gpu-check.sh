@@ -391,14 +391,14 @@ PY
       # MxNxK:OP" of COMPILE_AB_FILE tuned (COMPILE_AB_EVALS evaluations, 40) by each arm of
       # COMPILE_AB_ARMS ("threads processes"): threads, NVRTC on threads of the tuning process
       # (--compile-in-process); processes or new, this build as it is (one compiler process a
-      # thread); old, $KTUNE_OLD as it is; any other name X, the binary $KTUNE_ARM_X. The arms alternate shape by shape, each in a new
-      # database of its own that its shapes share (the binary cache across problems, as a user
-      # tuning shapes one after the other has it), COMPILE_AB_ROUNDS rounds (1). The tuner's
-      # summary line of each tune and its table row (the best time) in $OUT/compile-ab.txt:
-      # compiles a second, a compile's mean time, the GPU's wait (summed per arm by
-      # scripts/compile-ab-summary.py). COMPILE_AB_TRACE=1: each candidate's timeline
-      # (KTUNE_TUNE_TRACE) in $OUT/compile-ab-trace-rROUND-ARM.txt. (The databases stay: with
-      # their binaries, too large to bring back.)
+      # thread); old, $KTUNE_OLD as it is; any other name X, the binary $KTUNE_ARM_X. The arms
+      # alternate shape by shape, each in a new database of its own that its shapes share (the
+      # binary cache across problems, as a user tuning shapes one after the other has it),
+      # COMPILE_AB_ROUNDS rounds (1). The tuner's summary line of each tune and its table row (the
+      # best time) in $OUT/compile-ab.txt: compiles a second, a compile's mean time, the GPU's
+      # wait (summed per arm by scripts/compile-ab-summary.py). COMPILE_AB_TRACE=1: each
+      # candidate's timeline (KTUNE_TUNE_TRACE) in $OUT/compile-ab-trace-rROUND-ARM.txt. (The
+      # databases stay: with their binaries, too large to bring back.)
       for round in $(seq "${COMPILE_AB_ROUNDS:-1}"); do
         declare -A arm_db=()
         for arm in ${COMPILE_AB_ARMS:-threads processes}; do arm_db[$arm]=$(mktemp -d)/$arm.db; done
