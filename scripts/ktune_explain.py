@@ -26,6 +26,23 @@ def ranking(ktune, db, problem, gpu, candidates=None):
     return answer, ranked
 
 
+def ranking_rows(ktune, db, problem, gpu):
+    """Every candidate of `ktune explain gemm PROBLEM --gpu GPU --db DB --candidates 0`, fastest
+    first: (predicted ms, the tuned problem its nearest measurement is of, config)."""
+    command = [ktune, "explain", "gemm", problem, "--gpu", gpu, "--db", db, "-q", "--candidates",
+               "0"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and "=" in fields[-1] and "=" in fields[2]:
+            try:
+                rows.append((float(fields[0]), fields[2], fields[-1]))
+            except ValueError:
+                pass
+    return rows
+
+
 def rankings(ktune, asks, candidates=None):
     """ranking() of each (problem, gpu) of `asks`, in order, from the shipped presets alone (a
     database that does not exist yet), on as many threads as this machine has cores."""
