@@ -80,9 +80,13 @@ Compilers::Compilers(std::vector<std::string> command, unsigned processes, doubl
 }
 
 Compilers::~Compilers() {
-  // Every socket closed first, so that the children exit together; then each is waited for.
-  for (Slot& s : slots_)
+  // Every socket closed first, so that the children exit together; then each is waited for. One
+  // that never answered may still be warming up, which nobody needs any more: killed at once (a
+  // tune that ends early, or fails, does not wait for it).
+  for (Slot& s : slots_) {
     if (s.fd >= 0) ::close(s.fd), s.fd = -1;
+    if (!s.answered && s.pid > 0) ::kill(s.pid, SIGKILL);
+  }
   for (Slot& s : slots_) {
     channel::Child child{s.pid, -1};
     channel::reap(child, std::chrono::seconds(5));
@@ -147,6 +151,7 @@ CompileResult Compilers::compile(const CompileRequest& request) {
     std::lock_guard lock(mutex_);
     slot.pid = child.pid;
     slot.fd = child.fd;
+    slot.answered = false;
     ++restarts_;
   }
   auto end_child = [&](std::chrono::milliseconds grace) {
@@ -197,6 +202,10 @@ CompileResult Compilers::compile(const CompileRequest& request) {
                 "the compiler process died compiling " + request.source_name + ": " +
                     channel::describe_exit(status) + " (started again for the next compile)",
                 what_of(request));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    slot.answered = true;
   }
   channel::Reader r(frame->second, kWho);
   switch (static_cast<Msg>(frame->first)) {

@@ -23,7 +23,9 @@ class Compilers {
   // past `limit_s` seconds has its child killed. Throws Error(kInternal) where a child cannot be
   // started.
   Compilers(std::vector<std::string> command, unsigned processes, double limit_s = 600);
-  ~Compilers();  // closes the children's sockets: they exit; one still compiling is killed
+  // Closes the children's sockets: they exit; one still compiling is killed, and so is one that
+  // has answered nothing yet (it may still be warming NVRTC up: run_compiler).
+  ~Compilers();
   Compilers(const Compilers&) = delete;
   Compilers& operator=(const Compilers&) = delete;
 
@@ -46,6 +48,7 @@ class Compilers {
     pid_t pid = -1;
     int fd = -1;
     bool busy = false;
+    bool answered = false;  // this child has answered a compile (it is past its warm-up)
   };
   std::vector<std::string> command_;
   double limit_s_;

@@ -178,6 +178,15 @@ TEST(Compilers, AbandonedCompilesEndAtOnceAndLaterOnesAreRefused) {
   EXPECT_EQ(compilers.restarts(), 0);
 }
 
+// Children that have answered nothing yet (warming NVRTC up, or stuck before their loop) are
+// killed as the compilers go, not waited for: a tune that ends at once ends at once.
+TEST(Compilers, ChildrenThatNeverAnsweredAreNotWaitedFor) {
+  const auto start = std::chrono::steady_clock::now();
+  { Compilers compilers({"/bin/sh", "-c", "exec sleep 60", "sh"}, 2); }
+  // Waited for, each would take the 5 s a child is given to exit.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2);
+}
+
 TEST(Compilers, ACommandThatCannotStartIsRefusedAtOnce) {
   try {
     Compilers compilers({"/nonexistent/ktune", "__compiler"}, 2);
