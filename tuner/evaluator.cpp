@@ -69,11 +69,7 @@ TimingStats time_on_stream(const std::function<void(CUstream)>& run, CUstream st
 
 Evaluator::Evaluator(const Device& device, Workload& workload, std::string unit,
                      TimingOptions options)
-    : device_(device),
-      workload_(workload),
-      unit_(std::move(unit)),
-      options_(options),
-      flusher_(device.limits()) {}
+    : workload_(workload), unit_(std::move(unit)), options_(options), flusher_(device.limits()) {}
 
 Measurement Evaluator::evaluate(const Kernel& kernel, const Config& config, std::uint64_t seed) {
   Measurement m;

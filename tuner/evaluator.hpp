@@ -78,7 +78,6 @@ class Evaluator {
   void on_phase(PhaseCallback callback) { on_phase_ = std::move(callback); }
 
  private:
-  const Device& device_;
   Workload& workload_;
   std::string unit_;
   TimingOptions options_;
