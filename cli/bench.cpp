@@ -69,8 +69,8 @@ struct Row {
   std::string stage, seed;
 };
 
-void write_csv(const std::string& path, const std::vector<Row>& rows, const DeviceInfo& device,
-               const std::string& db_path) {
+[[maybe_unused]] void write_csv(const std::string& path, const std::vector<Row>& rows,
+                                const DeviceInfo& device, const std::string& db_path) {
   std::ostringstream out;
   const std::string commit = csv_commit();
   out << "date,commit,device,driver,nvrtc,family,problem,variant,median_ms,min_ms,max_ms,repeats,"
@@ -575,7 +575,7 @@ class RunDatabase {
 };
 
 // "nt 4096x16x1024 (skinny)": a drawn shape as the summary and the progress lines name it.
-std::string shape_label(const RandomGemmShape& r) {
+[[maybe_unused]] std::string shape_label(const RandomGemmShape& r) {
   const GemmShape& s = r.shape;
   return std::string(s.trans_a ? "t" : "n") + (s.trans_b ? "t" : "n") + " " + std::to_string(s.m) +
          "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " (" + r.kind +

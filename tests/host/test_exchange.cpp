@@ -390,7 +390,7 @@ TEST(Exchange, CompactExportOfOwnRowsRoundTripsWithoutTheShippedOnes) {
     if (line.find("\"config\"") != std::string::npos) {
       ++result_lines;
       const std::string entry = trim(line);
-      EXPECT_NO_THROW(nlohmann::json::parse(entry.substr(0, entry.rfind('}') + 1))) << line;
+      EXPECT_TRUE(nlohmann::json::accept(entry.substr(0, entry.rfind('}') + 1))) << line;
     }
   EXPECT_EQ(result_lines, 2u);
   const auto doc = nlohmann::json::parse(out.json);
