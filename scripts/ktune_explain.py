@@ -6,41 +6,37 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 
-def ranking(ktune, db, problem, gpu, candidates=None):
-    """(answer config, [(predicted ms, config)] fastest first) of `ktune explain gemm PROBLEM
-    --gpu GPU --db DB`; `candidates`: its --candidates (None: explain's own first eight)."""
+def explain(ktune, db, problem, gpu, candidates=None):
+    """(answer config, [(predicted ms, the tuned problem its nearest measurement is of, config)]
+    fastest first) of `ktune explain gemm PROBLEM --gpu GPU --db DB`; `candidates`: its
+    --candidates (None: explain's own first eight)."""
     command = [ktune, "explain", "gemm", problem, "--gpu", gpu, "--db", db, "-q"]
     if candidates is not None:
         command += ["--candidates", str(candidates)]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    answer, ranked = None, []
+    answer, rows = None, []
     for line in out.splitlines():
         if line.startswith("config "):
             answer = line.split(None, 1)[1].strip()
         fields = line.split()
         if len(fields) >= 5 and "=" in fields[-1]:
             try:
-                ranked.append((float(fields[0]), fields[-1]))
-            except ValueError:
-                pass
-    return answer, ranked
-
-
-def ranking_rows(ktune, db, problem, gpu):
-    """Every candidate of `ktune explain gemm PROBLEM --gpu GPU --db DB --candidates 0`, fastest
-    first: (predicted ms, the tuned problem its nearest measurement is of, config)."""
-    command = [ktune, "explain", "gemm", problem, "--gpu", gpu, "--db", db, "-q", "--candidates",
-               "0"]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    rows = []
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) >= 5 and "=" in fields[-1] and "=" in fields[2]:
-            try:
                 rows.append((float(fields[0]), fields[2], fields[-1]))
             except ValueError:
                 pass
-    return rows
+    return answer, rows
+
+
+def ranking(ktune, db, problem, gpu, candidates=None):
+    """(answer config, [(predicted ms, config)] fastest first): explain() without the tuned
+    problems."""
+    answer, rows = explain(ktune, db, problem, gpu, candidates)
+    return answer, [(ms, config) for ms, _, config in rows]
+
+
+def ranking_rows(ktune, db, problem, gpu):
+    """Every candidate of explain() (--candidates 0): (predicted ms, tuned problem, config)."""
+    return explain(ktune, db, problem, gpu, 0)[1]
 
 
 def rankings(ktune, asks, candidates=None):
