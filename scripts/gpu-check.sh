@@ -582,6 +582,13 @@ PY
       # BUILD . keep): an SGEMM and a copy checked, the thread's context kept.
       run_step c-api env LD_LIBRARY_PATH="$BUILD/example" "$BUILD/example/c_example"
       ;;
+    cublas-kernels)
+      # What cuBLAS runs on the shapes of CUBLAS_SHAPES_FILE (lines "DTYPE MxNxK:OP"): torch.mm
+      # under torch.profiler, its kernels' names and times in $OUT/cublas-kernels.txt.
+      run_step cublas-kernels python3 scripts/cublas-kernels.py \
+        "${CUBLAS_SHAPES_FILE:?CUBLAS_SHAPES_FILE: a file of DTYPE MxNxK:OP lines}" \
+        -o "$OUT/cublas-kernels.txt"
+      ;;
     python)
       # The Python package on PyTorch: its GPU tests and host tests (the offline install included),
       # then python -m ktune.bench against torch.matmul.
