@@ -7,6 +7,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The steps' own temporary folders (gpu-check.sh leaves them, on a machine that is discarded) go
+# under $work, so that this test leaves none in /tmp.
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
 cat >"$work/ktune" <<'SH'
 #!/bin/sh
 case "$1" in
