@@ -19,6 +19,7 @@ tensor where the operand is stored as op() uses it ("n") and a transposed view w
 ("t"), so that cuBLAS receives the same operands, strides and ops as ktune's bench gives it.
 """
 import argparse
+import os
 import random
 import sys
 
@@ -57,15 +58,15 @@ def operands(m, n, k, op, make):
     return left, right
 
 
-def profile(shapes, calls, out):
+def profile(shapes, calls, emit):
     import torch
     from torch.profiler import ProfilerActivity, profile as torch_profile
 
     torch.backends.cuda.matmul.allow_tf32 = False
     dev = torch.device("cuda")
-    print(f"# cuBLAS kernels of torch.mm under torch.profiler, {calls} calls a shape after a "
-          f"warm-up; {torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA "
-          f"{torch.version.cuda}; mean ms a call", file=out)
+    emit(f"# cuBLAS kernels of torch.mm under torch.profiler, {calls} calls a shape after a "
+         f"warm-up; {torch.cuda.get_device_name(0)}, torch {torch.__version__}, CUDA "
+         f"{torch.version.cuda}; mean ms a call")
     for dtype, m, n, k, op in shapes:
         tdtype = torch.float32 if dtype == "f32" else torch.float64
 
@@ -92,10 +93,9 @@ def profile(shapes, calls, out):
             count, total = kernels.get(e.name, (0, 0.0))
             kernels[e.name] = (count + 1, total + us)
         total_ms = sum(t for _, t in kernels.values()) / 1000 / calls
-        print(f"{dtype} {m}x{n}x{k}:{op} total {total_ms:.3f} ms", file=out)
+        emit(f"{dtype} {m}x{n}x{k}:{op} total {total_ms:.3f} ms")
         for name, (count, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1]):
-            print(f"    {us / 1000 / calls:.3f} ms x{count // calls}  {name[:200]}", file=out)
-        out.flush()
+            emit(f"    {us / 1000 / calls:.3f} ms x{count // calls}  {name[:200]}")
         del left, right
         torch.cuda.empty_cache()
 
@@ -170,21 +170,13 @@ def main():
     if args.calls < 1:
         ap.error("--calls must be at least 1")
     shapes = read_shapes(args.shapes)
-    if args.output:
-        with open(args.output, "w") as f:
+    with open(args.output or os.devnull, "w") as f:
 
-            class Tee:
-                def write(self, s):
-                    sys.stdout.write(s)
-                    f.write(s)
+        def emit(line):  # each line to stdout and the file as it comes (a long run stopped keeps it)
+            for stream in (sys.stdout, f):
+                print(line, file=stream, flush=True)
 
-                def flush(self):
-                    sys.stdout.flush()
-                    f.flush()
-
-            profile(shapes, args.calls, Tee())
-    else:
-        profile(shapes, args.calls, sys.stdout)
+        profile(shapes, args.calls, emit)
     return 0
 
 
