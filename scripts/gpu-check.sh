@@ -504,7 +504,8 @@ PY
       # TUNED_AB_SHAPES (a file; blank lines and # comments skipped), TUNED_AB_ROUNDS rounds (1),
       # a new database of the shipped presets each, `ktune tune gemm` of the shape with the
       # tuned stage's budget (TUNED_AB_EVALS, 400 evaluations), then `ktune bench gemm --shape` on
-      # that database (its winner against cuBLAS, verified); the CSVs in the logs. Arm "old" is
+      # that database (its winner against cuBLAS, verified); the CSVs in the logs, and beside them
+      # every candidate each tune evaluated (TAG-rows.txt, `ktune query --all`). Arm "old" is
       # $KTUNE_OLD (another build's binary) where set, else this binary with the space held to
       # TUNED_AB_OLD_ONLY (by default the powers-of-two tiles alone: the space before 48, 96 and
       # 192 were added, configuration for configuration); arm "new" is this binary's whole space.
@@ -526,6 +527,12 @@ PY
               "${only[@]}"
             run_step "$tag-bench" "$bin" bench gemm --db "$adir/ab.db" --dtype "$d" \
               --shape "$shape" --csv "$LOGS/$tag.csv"
+            # Every candidate the tune evaluated, with its status and time (what a tune visited,
+            # for the spread between runs): quiet, into the logs only.
+            IFS=x read -r ab_m ab_n ab_k <<< "${shape%%:*}"
+            "$bin" query --db "$adir/ab.db" --family gemm --all --problem \
+              "align=$([ "$d" = f32 ] && echo 4 || echo 2);dtype=$d;k=$ab_k;m=$ab_m;n=$ab_n;op=${shape##*:}" \
+              > "$LOGS/$tag-rows.txt" 2>&1 || true
             rm -rf "$adir"
           done
         done < "${TUNED_AB_SHAPES:?TUNED_AB_SHAPES: a file of DTYPE MxNxK:OP lines}"
