@@ -528,11 +528,11 @@ PY
             run_step "$tag-bench" "$bin" bench gemm --db "$adir/ab.db" --dtype "$d" \
               --shape "$shape" --csv "$LOGS/$tag.csv"
             # Every candidate the tune evaluated, with its status and time (what a tune visited,
-            # for the spread between runs): quiet, into the logs only.
-            IFS=x read -r ab_m ab_n ab_k <<< "${shape%%:*}"
-            "$bin" query --db "$adir/ab.db" --family gemm --all --problem \
-              "align=$([ "$d" = f32 ] && echo 4 || echo 2);dtype=$d;k=$ab_k;m=$ab_m;n=$ab_n;op=${shape##*:}" \
-              > "$LOGS/$tag-rows.txt" 2>&1 || true
+            # for the spread between runs): quiet, into the logs only; the problem's key as the
+            # bench's CSV names it.
+            key=$(grep -o -m1 '"align=[^"]*"' "$LOGS/$tag.csv" 2>/dev/null | head -1 | tr -d '"')
+            [ -n "$key" ] && "$bin" query --db "$adir/ab.db" --family gemm --all --problem "$key" \
+              > "$LOGS/$tag-rows.txt" 2>&1
             rm -rf "$adir"
           done
         done < "${TUNED_AB_SHAPES:?TUNED_AB_SHAPES: a file of DTYPE MxNxK:OP lines}"
