@@ -505,10 +505,11 @@ PY
       # a new database of the shipped presets each, `ktune tune gemm` of the shape with the
       # tuned stage's budget (TUNED_AB_EVALS, 400 evaluations), then `ktune bench gemm --shape` on
       # that database (its winner against cuBLAS, verified); the CSVs in the logs, and beside them
-      # every candidate each tune evaluated (TAG-rows.txt, `ktune query --all`). Arm "old" is
-      # $KTUNE_OLD (another build's binary) where set, else this binary with the space held to
-      # TUNED_AB_OLD_ONLY (by default the powers-of-two tiles alone: the space before 48, 96 and
-      # 192 were added, configuration for configuration); arm "new" is this binary's whole space.
+      # every candidate each tune evaluated (TAG-rows.txt, `ktune query --all`; the rounds compared
+      # by scripts/tuned-spread.py LOGS). Arm "old" is $KTUNE_OLD (another build's binary) where
+      # set, else this binary with the space held to TUNED_AB_OLD_ONLY (by default the powers-of-
+      # two tiles alone: the space before 48, 96 and 192 were added, configuration for
+      # configuration); arm "new" is this binary's whole space.
       # TUNED_AB_ARMS: the arms to run ("old new"; "new" alone re-measures the tuned stage).
       old_only=(${TUNED_AB_OLD_ONLY---only BM=32,64,128,256 --only BN=32,64,128,256 --only WM=16,32,64 --only WN=16,32,64 --only WNITER=1,2})
       for round in $(seq "${TUNED_AB_ROUNDS:-1}"); do
