@@ -298,9 +298,11 @@ void add_tune_options(CLI::App* app, TuneArgs& t) {
                   "search strategy: auto (exhaustive when the space fits --max-evals, else "
                   "model), exhaustive, random, evolve (mutations of the best found so far), "
                   "anneal (simulated annealing), genetic (crossover of the best found so far), "
-                  "model (a random forest predicts the time of untried configurations)")
-      ->check(
-          CLI::IsMember({"auto", "exhaustive", "random", "evolve", "anneal", "genetic", "model"}))
+                  "model (a random forest predicts the time of untried configurations), hybrid "
+                  "(model, with one proposal in four the best kernel's one-parameter neighbour "
+                  "that the forest predicts fastest)")
+      ->check(CLI::IsMember(
+          {"auto", "exhaustive", "random", "evolve", "anneal", "genetic", "model", "hybrid"}))
       ->capture_default_str();
   app->add_option("--seed", t.seed,
                   "seed of the strategy and of the random inputs (one set for every candidate of "

@@ -509,16 +509,18 @@ PY
       # by scripts/tuned-spread.py LOGS). Arm "old" is $KTUNE_OLD (another build's binary) where
       # set, else this binary with the space held to TUNED_AB_OLD_ONLY (by default the powers-of-
       # two tiles alone: the space before 48, 96 and 192 were added, configuration for
-      # configuration); arm "new" is this binary's whole space.
-      # TUNED_AB_ARMS: the arms to run ("old new"; "new" alone re-measures the tuned stage).
+      # configuration); arm "new" is this binary's whole space, with TUNED_AB_NEW_ARGS (e.g.
+      # "--strategy hybrid"; none by default). TUNED_AB_ARMS: the arms to run ("old new"; "new"
+      # alone re-measures the tuned stage).
       old_only=(${TUNED_AB_OLD_ONLY---only BM=32,64,128,256 --only BN=32,64,128,256 --only WM=16,32,64 --only WN=16,32,64 --only WNITER=1,2})
       for round in $(seq "${TUNED_AB_ROUNDS:-1}"); do
         while read -r d shape _; do
           [[ -z "$d" || "$d" == \#* ]] && continue  # blank lines and comments
           for arm in ${TUNED_AB_ARMS:-old new}; do
             bin=$KTUNE
-            only=()
+            only=(${TUNED_AB_NEW_ARGS:-})
             if [ "$arm" = old ]; then
+              only=()
               if [ -n "${KTUNE_OLD:-}" ]; then bin=$KTUNE_OLD; else only=("${old_only[@]}"); fi
             fi
             adir=$(mktemp -d)

@@ -544,10 +544,17 @@ class Forest {
 // refitted every few results, and a share of random picks covers what the model has not seen.
 // Targets are capped at the median result, and a failure is learnt at that cap: the model steers
 // away from what does not compile or fit without spending its splits on how slow the slow are.
+// "hybrid" gives one proposal in `neighbour_share` (after the warm-up) to the best configuration
+// seen's untaken one-parameter neighbour that the forest predicts fastest: a model-guided search
+// of a few hundred evaluations in a space of 10^5 can measure a tile with one vector width, split
+// or stage count only and never try the best kernel with the next value (docs/GEMM.md, the tuned
+// stage's spread).
 class ModelStrategy : public AdaptiveStrategy {
  public:
-  using AdaptiveStrategy::AdaptiveStrategy;
-  std::string name() const override { return "model"; }
+  ModelStrategy(const SearchSpace& space, std::uint64_t seed, const std::vector<bool>& done,
+                std::size_t neighbour_share = 0)
+      : AdaptiveStrategy(space, seed, done), neighbour_share_(neighbour_share) {}
+  std::string name() const override { return neighbour_share_ ? "hybrid" : "model"; }
   std::size_t blind_proposals() const override { return kWarmup; }
 
   void observe(std::size_t index, std::optional<double> time_ms) override {
@@ -573,6 +580,8 @@ class ModelStrategy : public AdaptiveStrategy {
     if (rows_.size() >= fitted_ + std::max(kRefitEvery, rows_.size() / kRefitShare) ||
         next_ >= ranking_.size())
       refit();
+    if (neighbour_share_ && draw(neighbour_share_) == 0)
+      if (const std::size_t i = best_neighbour(); i != SearchSpace::npos) return i;
     while (next_ < ranking_.size()) {
       const std::size_t i = ranking_[next_++];
       if (available(i)) return i;
@@ -626,6 +635,34 @@ class ModelStrategy : public AdaptiveStrategy {
     next_ = 0;
   }
 
+  // The untaken configuration one parameter away from the fastest seen that the forest (fitted
+  // by choose()) predicts fastest; npos where every such neighbour is taken or refused.
+  std::size_t best_neighbour() {
+    std::size_t best = SearchSpace::npos;
+    double best_log = std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < rows_.size(); ++k)
+      if (log_time_[k] < best_log) best_log = log_time_[k], best = rows_[k];
+    if (best == SearchSpace::npos) return best;
+    std::vector<std::size_t> free;
+    const auto from = levels_.copy(best);
+    for (const std::size_t p : levels_.varying()) {
+      auto levels = from;
+      for (std::uint16_t l = 0; l < levels_.radix(p); ++l) {
+        if (l == from[p]) continue;
+        levels[p] = l;
+        const std::size_t i = levels_.find(levels);
+        if (available(i)) free.push_back(i);
+      }
+    }
+    if (free.empty()) return SearchSpace::npos;
+    const auto predictions = forest_.predict(free);
+    std::size_t pick = 0;
+    for (std::size_t k = 1; k < free.size(); ++k)
+      if (predictions[k].mean < predictions[pick].mean) pick = k;
+    return free[pick];
+  }
+
+  std::size_t neighbour_share_;
   std::vector<std::size_t> rows_;  // observed indices
   std::vector<double> log_time_;   // their log(time); NaN for a failure
   std::size_t ok_ = 0;
@@ -635,10 +672,13 @@ class ModelStrategy : public AdaptiveStrategy {
   std::size_t next_ = 0;
 };
 
+// "hybrid": one proposal in this many a neighbour of the best seen.
+constexpr std::size_t kNeighbourShare = 4;
+
 }  // namespace
 
 std::vector<std::string> strategy_names() {
-  return {"exhaustive", "random", "evolve", "anneal", "genetic", "model"};
+  return {"exhaustive", "random", "evolve", "anneal", "genetic", "model", "hybrid"};
 }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,
@@ -657,9 +697,11 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
   if (name == "anneal") return std::make_unique<AnnealStrategy>(space, seed, done);
   if (name == "genetic") return std::make_unique<GeneticStrategy>(space, seed, done);
   if (name == "model") return std::make_unique<ModelStrategy>(space, seed, done);
+  if (name == "hybrid") return std::make_unique<ModelStrategy>(space, seed, done, kNeighbourShare);
   throw Error(
       ErrorCode::kInvalidArgument,
-      "unknown strategy '" + name + "' (exhaustive, random, evolve, anneal, genetic, model)");
+      "unknown strategy '" + name +
+          "' (exhaustive, random, evolve, anneal, genetic, model, hybrid)");
 }
 
 }  // namespace ktune

@@ -35,8 +35,8 @@ class Strategy {
   virtual void prefer(const std::vector<std::size_t>& indices) { (void)indices; }
 };
 
-// "exhaustive", "random", "evolve", "anneal", "genetic" or "model"; `done` are indices already
-// evaluated (never proposed again).
+// "exhaustive", "random", "evolve", "anneal", "genetic", "model" or "hybrid"; `done` are indices
+// already evaluated (never proposed again).
 // Deterministic for a given seed. Throws Error(kInvalidArgument) for an unknown name.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,
                                         std::uint64_t seed, const std::vector<bool>& done);

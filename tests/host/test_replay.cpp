@@ -76,7 +76,7 @@ TEST(Replay, CliPrintsTheTableAndNamesBadRuns) {
 // The strategies that choose from results. Each runs on the synthetic recording, which stands in
 // for GPU measurements: a bowl in three parameters with roughness, and one configuration in 17
 // recorded as a wrong result (a failure).
-const std::vector<std::string> kAdaptive = {"evolve", "anneal", "genetic", "model"};
+const std::vector<std::string> kAdaptive = {"evolve", "anneal", "genetic", "model", "hybrid"};
 
 Recording synthetic_recording(const testing::TempDir& dir) {
   Database db(dir.file("rec.db"));
