@@ -367,20 +367,30 @@ double search(const std::string& name, const SearchSpace& space, std::uint64_t s
   return best;
 }
 
+double synthetic_optimum(const SearchSpace& space) {
+  double optimum = 1e300;
+  for (const auto& c : space.configs()) optimum = std::min(optimum, synthetic_time(c));
+  return optimum;
+}
+
+// The optimum over the best `name` finds within `budget`, for seeds 1 to 30, in ascending order.
+std::vector<double> sorted_ratios(const std::string& name, const SearchSpace& space,
+                                  double optimum, std::size_t budget) {
+  std::vector<double> r;
+  for (std::uint64_t seed = 1; seed <= 30; ++seed)
+    r.push_back(optimum / search(name, space, seed, budget));
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
 TEST(Strategy, EvolveBeatsRandomOnASyntheticGemmSpace) {
   const Family& f = find_family("gemm");
   SearchSpace space(f, Problem::parse("gemm", "align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn"),
                     DeviceLimits::for_arch(9, 0));
-  double optimum = 1e300;
-  for (const auto& c : space.configs()) optimum = std::min(optimum, synthetic_time(c));
+  const double optimum = synthetic_optimum(space);
   for (std::size_t budget : {50, 100, 200}) {
-    std::vector<double> evolve, random;
-    for (std::uint64_t seed = 1; seed <= 30; ++seed) {
-      evolve.push_back(optimum / search("evolve", space, seed, budget));
-      random.push_back(optimum / search("random", space, seed, budget));
-    }
-    std::sort(evolve.begin(), evolve.end());
-    std::sort(random.begin(), random.end());
+    const auto evolve = sorted_ratios("evolve", space, optimum, budget);
+    const auto random = sorted_ratios("random", space, optimum, budget);
     // With 16 proposals in flight, a budget of 50 leaves little room for children: not worse.
     if (budget == 50)
       EXPECT_GE(evolve[15], random[15]) << "budget " << budget;
@@ -401,16 +411,10 @@ TEST(Strategy, HybridBeatsTheModelAloneOnASyntheticGemmSpace) {
   const Family& f = find_family("gemm");
   SearchSpace space(f, Problem::parse("gemm", "align=4;dtype=f32;k=4096;m=4096;n=4096;op=nn"),
                     DeviceLimits::for_arch(9, 0), {{"SWIZZLE", {1}}, {"KCONTIG", {0}}});
-  double optimum = 1e300;
-  for (const auto& c : space.configs()) optimum = std::min(optimum, synthetic_time(c));
+  const double optimum = synthetic_optimum(space);
   for (std::size_t budget : {100, 200}) {
-    std::vector<double> hybrid, model;
-    for (std::uint64_t seed = 1; seed <= 30; ++seed) {
-      hybrid.push_back(optimum / search("hybrid", space, seed, budget));
-      model.push_back(optimum / search("model", space, seed, budget));
-    }
-    std::sort(hybrid.begin(), hybrid.end());
-    std::sort(model.begin(), model.end());
+    const auto hybrid = sorted_ratios("hybrid", space, optimum, budget);
+    const auto model = sorted_ratios("model", space, optimum, budget);
     EXPECT_GE(hybrid[7], model[7]) << "budget " << budget;  // the lower quartile
     EXPECT_GE(hybrid[15], model[15]) << "budget " << budget;
     if (budget == 100) {
